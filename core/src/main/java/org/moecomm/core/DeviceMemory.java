@@ -1,0 +1,29 @@
+package org.moecomm.core;
+
+import java.lang.foreign.MemorySegment;
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * The memory a backend's kernels run on (host memory for the CPU backend, GPU memory for the
+ * GPU backend), with the copies a caller needs to fill inputs and read outputs. Buffers are
+ * freed when the owner (the handle or the caller's scope) closes.
+ */
+public interface DeviceMemory {
+    /** Allocates {@code bytes} zeroed bytes, 256-byte aligned. */
+    Buf allocate(long bytes);
+
+    default Tensor allocate(DType dtype, long... shape) {
+        long n = 1;
+        for (long d : shape) {
+            n = Math.multiplyExact(n, d);
+        }
+        return Tensor.of(allocate(Math.max(1, n * dtype.bytes())), dtype, shape);
+    }
+
+    void copyFromHost(MemorySegment src, Buf dst, long dstOffset);
+
+    void copyToHost(Buf src, long srcOffset, MemorySegment dst);
+
+    /** Sets every byte of {@code buf} to {@code value} (tests poison outputs this way). */
+    void fill(Buf buf, byte value);
+}

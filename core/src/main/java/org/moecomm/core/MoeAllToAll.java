@@ -1,0 +1,49 @@
+package org.moecomm.core;
+
+/**
+ * One rank's dispatch/combine handle. Calls are collective: every rank of the world makes the
+ * same sequence of calls. Each operation is also available as a send half and a receive half
+ * so other work can run between them; {@code dispatch} then {@code combine}, alternating, is
+ * the only legal order (anything else throws {@link IllegalStateException} before any work).
+ *
+ * <p>Inputs are validated (shape, dtype, expert ids, m <= M) before any work starts;
+ * {@link IllegalArgumentException} names the offending tensor. A peer that does not arrive
+ * within the config's wait timeout makes the waiting rank throw {@link WaitTimeoutException}.
+ */
+public interface MoeAllToAll extends AutoCloseable {
+    MoeConfig config();
+
+    int rank();
+
+    /** Memory this handle's backend computes on: allocate inputs and outputs through it. */
+    DeviceMemory memory();
+
+    /** Symmetric (communication) bytes this handle holds on each rank. */
+    long symmetricBytesPerRank();
+
+    /** Packs this rank's tokens and sends them to the ranks hosting their experts. */
+    void dispatchSend(DispatchInput in);
+
+    /** Waits for the tokens sent to this rank and writes them, expert-major, into {@code out}. */
+    void dispatchRecv(DispatchOutput out);
+
+    default void dispatch(DispatchInput in, DispatchOutput out) {
+        dispatchSend(in);
+        dispatchRecv(out);
+    }
+
+    /** Sends the expert outputs for the last dispatch's rows back to the tokens' ranks. */
+    void combineSend(Tensor expertY);
+
+    /** Waits for the expert outputs of this rank's tokens and writes their weighted sum into {@code out [>= m][H]}. */
+    void combineRecv(Tensor weights, Tensor out);
+
+    default void combine(CombineInput in, Tensor out) {
+        combineSend(in.expertY());
+        combineRecv(in.weights(), out);
+    }
+
+    /** Frees the handle's buffers. Collective like every other call. */
+    @Override
+    void close();
+}

@@ -1,0 +1,173 @@
+package org.moecomm.core;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Everything that sizes a dispatch/combine handle. Immutable; validated on construction, so a
+ * config that exists is consistent. Build with {@link #builder()} or start from a {@link Preset}.
+ *
+ * @param maxTokensPerRank M: most tokens one rank passes to one dispatch (sizes the buffers)
+ * @param numExperts       E: experts in all; rank r hosts experts [r*L, (r+1)*L) with L = E / W
+ * @param topK             K: experts per token (an id of -1 skips that slot)
+ * @param hidden           H: elements per token; a multiple of 16 so rows move in 16-byte pieces
+ * @param worldSize        W: ranks
+ * @param groupSize        G: ranks per token group, which hold identical tokens (1 = plain data parallelism)
+ * @param inType           dispatch token dtype: BF16, FP16 or FP8_E4M3
+ * @param blockScales      whether tokens carry float32 scales per 128 elements (required for, and only for, FP8_E4M3)
+ * @param expertOutType    dtype of the expert outputs given to combine: BF16, FP16 or FP32
+ * @param outType          dtype of combine's output: BF16 or FP16
+ * @param waitTimeout      bound of every wait for a peer; passing it raises {@link WaitTimeoutException}
+ */
+public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidden, int worldSize, int groupSize,
+                        DType inType, boolean blockScales, DType expertOutType, DType outType,
+                        Duration waitTimeout) {
+
+    /** Elements covered by one block scale. */
+    public static final int SCALE_BLOCK = 128;
+    /** Default bound of a wait for a peer. */
+    public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(30);
+
+    private static final Set<DType> IN_TYPES = Set.of(DType.BF16, DType.FP16, DType.FP8_E4M3);
+    private static final Set<DType> EXPERT_OUT_TYPES = Set.of(DType.BF16, DType.FP16, DType.FP32);
+    private static final Set<DType> OUT_TYPES = Set.of(DType.BF16, DType.FP16);
+
+    public MoeConfig {
+        Objects.requireNonNull(inType, "inType");
+        Objects.requireNonNull(expertOutType, "expertOutType");
+        Objects.requireNonNull(outType, "outType");
+        Objects.requireNonNull(waitTimeout, "waitTimeout");
+        positive("maxTokensPerRank", maxTokensPerRank);
+        positive("numExperts", numExperts);
+        positive("topK", topK);
+        positive("hidden", hidden);
+        positive("worldSize", worldSize);
+        positive("groupSize", groupSize);
+        if (hidden % 16 != 0) {
+            throw new IllegalArgumentException("hidden must be a multiple of 16, got " + hidden);
+        }
+        if (worldSize % groupSize != 0) {
+            throw new IllegalArgumentException("worldSize " + worldSize + " is not divisible by groupSize " + groupSize);
+        }
+        if (numExperts % worldSize != 0) {
+            throw new IllegalArgumentException("numExperts " + numExperts + " is not divisible by worldSize " + worldSize);
+        }
+        if (topK > numExperts) {
+            throw new IllegalArgumentException("topK " + topK + " exceeds numExperts " + numExperts);
+        }
+        if (!IN_TYPES.contains(inType)) {
+            throw new IllegalArgumentException("dispatch dtype must be one of " + IN_TYPES + ", got " + inType);
+        }
+        if (blockScales != (inType == DType.FP8_E4M3)) {
+            throw new IllegalArgumentException("block scales go with fp8_e4m3 tokens and only with them (inType "
+                    + inType + ", blockScales " + blockScales + ")");
+        }
+        if (!EXPERT_OUT_TYPES.contains(expertOutType)) {
+            throw new IllegalArgumentException("expert output dtype must be one of " + EXPERT_OUT_TYPES + ", got "
+                    + expertOutType);
+        }
+        if (!OUT_TYPES.contains(outType)) {
+            throw new IllegalArgumentException("combine output dtype must be one of " + OUT_TYPES + ", got " + outType);
+        }
+        if (waitTimeout.isNegative() || waitTimeout.isZero()) {
+            throw new IllegalArgumentException("waitTimeout must be positive, got " + waitTimeout);
+        }
+        long rows = (long) worldSize / groupSize * maxTokensPerRank * Math.min(topK, numExperts / worldSize);
+        if (rows > Integer.MAX_VALUE / 2) {
+            throw new IllegalArgumentException("maxTokensPerRank " + maxTokensPerRank + " is too large for this world");
+        }
+    }
+
+    private static void positive(String name, int value) {
+        if (value < 1) {
+            throw new IllegalArgumentException(name + " must be positive, got " + value);
+        }
+    }
+
+    /** NG: token groups. */
+    public int numGroups() {
+        return worldSize / groupSize;
+    }
+
+    /** L: experts per rank. */
+    public int expertsPerRank() {
+        return numExperts / worldSize;
+    }
+
+    /** Most (token, expert) pairs one token can send to one rank: min(K, L). */
+    public int maxPairsPerRank() {
+        return Math.min(topK, expertsPerRank());
+    }
+
+    /** Capacity of each local expert's rows in dispatch's output: NG * M. */
+    public int expertCapacity() {
+        return numGroups() * maxTokensPerRank;
+    }
+
+    /** Float32 scales per token: ceil(H / 128) with block scales, else 0. */
+    public int scalesPerToken() {
+        return blockScales ? (hidden + SCALE_BLOCK - 1) / SCALE_BLOCK : 0;
+    }
+
+    /** Token group of {@code rank}. */
+    public int groupOf(int rank) {
+        return rank / groupSize;
+    }
+
+    /** Rank hosting expert {@code expert}. */
+    public int rankOfExpert(int expert) {
+        return expert / expertsPerRank();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
+                .worldSize(worldSize).groupSize(groupSize).inType(inType).blockScales(blockScales)
+                .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout);
+    }
+
+    @Override
+    public String toString() {
+        return "M=" + maxTokensPerRank + " E=" + numExperts + " K=" + topK + " H=" + hidden + " W=" + worldSize
+                + " G=" + groupSize + " in=" + inType.label() + (blockScales ? "+scales" : "") + " expertOut="
+                + expertOutType.label() + " out=" + outType.label() + " timeout=" + waitTimeout.toMillis() + "ms";
+    }
+
+    /** Builder with the defaults of a small bf16 configuration. */
+    public static final class Builder {
+        private int maxTokensPerRank = 128;
+        private int numExperts = 8;
+        private int topK = 2;
+        private int hidden = 256;
+        private int worldSize = 1;
+        private int groupSize = 1;
+        private DType inType = DType.BF16;
+        private Boolean blockScales;
+        private DType expertOutType = DType.BF16;
+        private DType outType = DType.BF16;
+        private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
+
+        public Builder maxTokensPerRank(int v) { maxTokensPerRank = v; return this; }
+        public Builder numExperts(int v) { numExperts = v; return this; }
+        public Builder topK(int v) { topK = v; return this; }
+        public Builder hidden(int v) { hidden = v; return this; }
+        public Builder worldSize(int v) { worldSize = v; return this; }
+        public Builder groupSize(int v) { groupSize = v; return this; }
+        /** Sets the dispatch dtype; block scales follow it (on for fp8) unless set explicitly. */
+        public Builder inType(DType v) { inType = v; return this; }
+        public Builder blockScales(boolean v) { blockScales = v; return this; }
+        public Builder expertOutType(DType v) { expertOutType = v; return this; }
+        public Builder outType(DType v) { outType = v; return this; }
+        public Builder waitTimeout(Duration v) { waitTimeout = v; return this; }
+
+        public MoeConfig build() {
+            boolean scales = blockScales != null ? blockScales : inType == DType.FP8_E4M3;
+            return new MoeConfig(maxTokensPerRank, numExperts, topK, hidden, worldSize, groupSize, inType, scales,
+                    expertOutType, outType, waitTimeout);
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package org.moecomm.kernels.api;
+
+/**
+ * What a kernel sees of its launch, in the style of TornadoVM's {@code KernelContext}.
+ *
+ * <p>A kernel is a {@code public static void} method whose first parameter is a
+ * {@code KernelContext} and whose other parameters are {@link Buf}, {@code int}, {@code long}
+ * or {@code float}. Launches are a grid of {@code numGroupsX x numGroupsY} blocks of
+ * {@code localGroupSizeX} threads (one dimension of threads). Every method here has a JVM
+ * implementation (the CPU runner) and a PTX lowering (the compiler); they are accessed as
+ * methods, never as fields, so javac cannot fold them into constants.
+ *
+ * <p>Rules the compiler and the CPU runner both rely on: every thread of a block must reach
+ * the same sequence of {@link #localBarrier()} calls (no early return before a barrier);
+ * local arrays are allocated in the same order by every thread of a block, with sizes that are
+ * compile-time constants or kernel-uniform values fixed at launch.
+ */
+public interface KernelContext {
+    /** Threads per warp on NVIDIA GPUs; the CPU runner uses the same value. */
+    int WARP_SIZE = 32;
+
+    /** {@code groupIdx() * localGroupSizeX() + localIdx()}. */
+    int globalIdx();
+
+    /** Thread index within the block ({@code threadIdx.x}). */
+    int localIdx();
+
+    /** Block index, x ({@code blockIdx.x}). */
+    int groupIdx();
+
+    /** Block index, y ({@code blockIdx.y}). */
+    int groupIdy();
+
+    /** Threads per block ({@code blockDim.x}). */
+    int localGroupSizeX();
+
+    /** Blocks in x ({@code gridDim.x}). */
+    int numGroupsX();
+
+    /** Blocks in y ({@code gridDim.y}). */
+    int numGroupsY();
+
+    /** {@code numGroupsX() * localGroupSizeX()}. */
+    int globalGroupSizeX();
+
+    /** Barrier over the threads of one block ({@code bar.sync 0}); also orders shared memory. */
+    void localBarrier();
+
+    /** Block-shared int array (shared memory on the GPU); the same array for every thread of the block. */
+    int[] allocateIntLocalArray(int length);
+
+    /** Block-shared float array. */
+    float[] allocateFloatLocalArray(int length);
+
+    /** Block-shared long array. */
+    long[] allocateLongLocalArray(int length);
+
+    /** Atomically adds {@code delta} to int element {@code index} of {@code buf}; returns the old value. */
+    int atomicAdd(Buf buf, long index, int delta);
+
+    /** Atomically adds {@code delta} to element {@code index} of a block-shared array; returns the old value. */
+    int atomicAdd(int[] localArray, int index, int delta);
+
+    /**
+     * Atomically replaces int element {@code index} of {@code buf} by {@code update} if it equals
+     * {@code expected}; returns the old value either way.
+     */
+    int atomicCas(Buf buf, long index, int expected, int update);
+
+    /** Orders this thread's global memory accesses before and after it for every observer ({@code fence.sc.gpu}). */
+    void globalFence();
+}

@@ -1,0 +1,23 @@
+package org.moecomm.kernels.api;
+
+/**
+ * Executes kernels: on the JVM ({@code CpuKernelRunner}) or on a GPU. A test runs the same
+ * kernel through two runners and compares.
+ *
+ * <p>Arguments follow the kernel's parameters after the {@link KernelContext}: {@link Buf},
+ * {@link Integer}, {@link Long} or {@link Float}. A runner checks count and types before
+ * launching and throws {@link IllegalArgumentException} naming the kernel and the parameter.
+ * On the JVM a launch completes before {@code launch} returns; a GPU runner may enqueue it on
+ * its stream (then {@link #synchronize()} waits for it).
+ */
+public interface KernelRunner extends AutoCloseable {
+    void launch(Kernel kernel, Grid grid, Object... args);
+
+    /** Waits for every launch made so far; a no-op where launches are synchronous. */
+    default void synchronize() {
+    }
+
+    @Override
+    default void close() {
+    }
+}

@@ -1,0 +1,74 @@
+package org.moecomm.kernels.api;
+
+/**
+ * Conversions between float32 and the narrow formats the library moves (bf16, fp16,
+ * fp8-e4m3), usable inside kernels. Each has this JVM implementation and a one-instruction
+ * PTX lowering ({@code cvt.rn...}); the JVM side reproduces the GPU's rounding (round to
+ * nearest even; fp8 saturates to the largest finite value, as {@code cvt.rn.satfinite} does)
+ * so results compare bit-exactly for finite inputs.
+ */
+public final class Numerics {
+    /** Largest finite fp8-e4m3 (OCP "E4M3FN") value. */
+    public static final float FP8_E4M3_MAX = 448f;
+
+    private static final short BF16_NAN = 0x7fff;
+    private static final byte FP8_NAN = 0x7f;
+
+    private Numerics() {
+    }
+
+    public static float bf16ToFloat(short v) {
+        return Float.intBitsToFloat((v & 0xffff) << 16);
+    }
+
+    public static short floatToBf16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        if ((bits & 0x7fffffff) > 0x7f800000) {
+            return BF16_NAN;
+        }
+        int roundBit = (bits >>> 16) & 1;
+        return (short) ((bits + 0x7fff + roundBit) >>> 16);
+    }
+
+    public static float fp16ToFloat(short v) {
+        return Float.float16ToFloat(v);
+    }
+
+    public static short floatToFp16(float f) {
+        return Float.floatToFloat16(f);
+    }
+
+    public static float fp8e4m3ToFloat(byte v) {
+        int b = v & 0xff;
+        int exponent = (b >>> 3) & 0xf;
+        int mantissa = b & 7;
+        float magnitude;
+        if (exponent == 0xf && mantissa == 7) {
+            magnitude = Float.NaN;
+        } else if (exponent == 0) {
+            magnitude = mantissa * 0x1p-9f;
+        } else {
+            magnitude = (8 + mantissa) * Math.scalb(1f, exponent - 10);
+        }
+        return (b & 0x80) != 0 ? -magnitude : magnitude;
+    }
+
+    public static byte floatToFp8e4m3(float f) {
+        if (Float.isNaN(f)) {
+            return FP8_NAN;
+        }
+        int sign = (Float.floatToRawIntBits(f) >>> 24) & 0x80;
+        float a = Math.abs(f);
+        int code;
+        if (a >= FP8_E4M3_MAX) {
+            code = 0x7e;
+        } else if (a < 0x1p-6f) {
+            code = (int) Math.rint(a * 0x1p9f);
+        } else {
+            int exponent = Math.getExponent(a);
+            int mantissa = (int) Math.rint((Math.scalb(a, -exponent) - 1f) * 8f);
+            code = Math.min(0x7e, ((exponent + 7) << 3) + mantissa);
+        }
+        return (byte) (sign | code);
+    }
+}

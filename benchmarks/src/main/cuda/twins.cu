@@ -1,0 +1,144 @@
+// CUDA C++ twins of the Java kernels MoeKernels.pack and MoeKernels.reduce: the same
+// algorithm and the same parameter list, written the way a CUDA programmer would, so the
+// kernel benchmark can time both through the same launcher and report Java/CUDA ratios.
+// Built to PTX with nvcc (scripts/make-gpu-bundle.sh); never linked into the library.
+#include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+namespace {
+
+constexpr int kMaxThreads = 256;
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+__device__ __forceinline__ int align16(int b) { return (b + 15) & -16; }
+
+__device__ __forceinline__ int count_local_pairs(const int* idx, int t, int topK, int first, int perRank) {
+  int pairs = 0;
+  for (int k = 0; k < topK; k++) {
+    int local = idx[t * topK + k] - first;
+    if (local >= 0 && local < perRank) pairs++;
+  }
+  return pairs;
+}
+
+__device__ __forceinline__ float load_as_float(const void* p, long i, int dtype) {
+  switch (dtype) {
+    case 0: return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]);
+    case 1: return __half2float(reinterpret_cast<const __half*>(p)[i]);
+    case 3: { __nv_fp8_e4m3 v; v.__x = reinterpret_cast<const __nv_fp8_storage_t*>(p)[i]; return float(v); }
+    default: return reinterpret_cast<const float*>(p)[i];
+  }
+}
+
+__device__ __forceinline__ void store_from_float(void* p, long i, int dtype, float v) {
+  switch (dtype) {
+    case 0: reinterpret_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    case 1: reinterpret_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    case 3: reinterpret_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(v); break;
+    default: reinterpret_cast<float*>(p)[i] = v;
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, const int* numTokens,
+                                     uint8_t* dispatchSend, int* sendRows, int* pairLocation, int xBytes,
+                                     int scalesPerToken, int topK, int expertsPerRank, int groupSize, int member,
+                                     int rowBytes, int maxTokens, int pairsPerRegion) {
+  __shared__ int scanRows[2 * kMaxThreads];
+  __shared__ int scanPairs[2 * kMaxThreads];
+  __shared__ int rowToken[kMaxThreads];
+  __shared__ int rowPairBase[kMaxThreads];
+  __shared__ int rowPairs[kMaxThreads];
+
+  const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
+  const int first = dest * expertsPerRank, numExperts = gridDim.x * expertsPerRank;
+  const int m = clampi(numTokens[0], 0, maxTokens);
+  const long regionRow = long(dest / groupSize) * maxTokens;
+  const bool serves = dest % groupSize == member;
+  const int width = min(kWarp, threads), warp = tid / width, lane = tid % width, warps = threads / width;
+  const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
+  const int scaleWords = align16(4 * scalesPerToken) >> 2;
+  const int metaOffset = scaleOffset + (scaleWords << 2), metaWords = align16(4 * (2 + topK)) >> 2;
+
+  int rowsBefore = 0, pairsBefore = 0;
+  for (int chunk = 0; chunk < m; chunk += threads) {
+    const int t = chunk + tid;
+    const int pairs = t < m ? count_local_pairs(indices, t, topK, first, expertsPerRank) : 0;
+    const int hasRow = pairs > 0;
+    scanRows[tid] = hasRow;
+    scanPairs[tid] = pairs;
+    __syncthreads();
+    int src = 0;
+    for (int offset = 1; offset < threads; offset <<= 1) {
+      int r = scanRows[src + tid], p = scanPairs[src + tid];
+      if (tid >= offset) { r += scanRows[src + tid - offset]; p += scanPairs[src + tid - offset]; }
+      const int dst = kMaxThreads - src;
+      scanRows[dst + tid] = r;
+      scanPairs[dst + tid] = p;
+      __syncthreads();
+      src = dst;
+    }
+    const int chunkRow = scanRows[src + tid] - hasRow;
+    const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
+    const int chunkRows = scanRows[src + threads - 1], chunkPairs = scanPairs[src + threads - 1];
+    if (t < m) {
+      int location = dest * pairsPerRegion + pairBase;
+      for (int k = 0; k < topK; k++) {
+        const int id = indices[t * topK + k], local = id - first;
+        if (local >= 0 && local < expertsPerRank) pairLocation[t * topK + k] = location++;
+        else if (dest == 0 && (id < 0 || id >= numExperts)) pairLocation[t * topK + k] = -1;
+      }
+      if (hasRow) { rowToken[chunkRow] = t; rowPairBase[chunkRow] = pairBase; rowPairs[chunkRow] = pairs; }
+    }
+    __syncthreads();
+    if (serves && warp < warps) {
+      for (int r = warp; r < chunkRows; r += warps) {
+        const int tok = rowToken[r];
+        const long rowByte = (regionRow + rowsBefore + r) * rowBytes;
+        uint4* dst = reinterpret_cast<uint4*>(dispatchSend + rowByte);
+        const uint4* srcRow = reinterpret_cast<const uint4*>(x) + long(tok) * pieces;
+        for (int i = lane; i < pieces; i += width) dst[i] = srcRow[i];
+        int* scales = reinterpret_cast<int*>(dispatchSend + rowByte + scaleOffset);
+        for (int i = lane; i < scaleWords; i += width)
+          scales[i] = i < scalesPerToken ? reinterpret_cast<const int*>(xScale)[long(tok) * scalesPerToken + i] : 0;
+        int* meta = reinterpret_cast<int*>(dispatchSend + rowByte + metaOffset);
+        for (int i = lane; i < metaWords; i += width) {
+          int value = 0;
+          if (i == 0) value = rowPairBase[r];
+          else if (i == 1) value = rowPairs[r];
+          else if (i - 2 < rowPairs[r]) {
+            int seen = 0;
+            for (int k = 0; k < topK; k++) {
+              const int local = indices[tok * topK + k] - first;
+              if (local >= 0 && local < expertsPerRank) { if (seen == i - 2) value = local; seen++; }
+            }
+          }
+          meta[i] = value;
+        }
+      }
+    }
+    rowsBefore += chunkRows;
+    pairsBefore += chunkPairs;
+    __syncthreads();
+  }
+  if (serves && tid == 0) sendRows[dest / groupSize] = rowsBefore;
+}
+
+extern "C" __global__ void reduce_twin(const void* combineRecv, const int* pairLocation, const float* weights,
+                                       const int* numTokens, void* out, int hidden, int topK, int yDtype,
+                                       int outDtype) {
+  const int t = blockIdx.x;
+  if (t >= numTokens[0]) return;
+  for (int h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float acc = 0.f;
+    for (int k = 0; k < topK; k++) {
+      const int loc = pairLocation[t * topK + k];
+      if (loc >= 0) acc = __fadd_rn(acc, __fmul_rn(weights[t * topK + k], load_as_float(combineRecv, long(loc) * hidden + h, yDtype)));
+    }
+    store_from_float(out, long(t) * hidden + h, outDtype, acc);
+  }
+}

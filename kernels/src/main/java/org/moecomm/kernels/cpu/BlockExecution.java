@@ -1,0 +1,192 @@
+package org.moecomm.kernels.cpu;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+import org.moecomm.kernels.api.KernelContext;
+
+/**
+ * One block of a launch: its barrier, its block-shared arrays and its threads.
+ *
+ * <p>The block starts sequential: {@link #run()} executes thread 0, 1, ... one after another
+ * on the block's virtual thread. When thread 0 reaches its first barrier the block turns
+ * parallel: threads 1..n-1 start as virtual threads of their own and thread 0 waits with them.
+ * In a correct kernel (every thread reaches the same barriers) a block without barriers
+ * therefore stays sequential and any other block turns parallel at thread 0's first barrier.
+ */
+final class BlockExecution implements Runnable {
+    /** Thrown in threads released from a barrier because the launch failed; not a failure itself. */
+    static final class Aborted extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Aborted() {
+            super("launch failed elsewhere", null, false, false);
+        }
+    }
+
+    private static final Aborted ABORTED = new Aborted();
+
+    final KernelLaunch launch;
+    final int bx;
+    final int by;
+    final int threads;
+
+    private final List<Object> localArrays = new ArrayList<>();
+    private final AtomicInteger arrived = new AtomicInteger();
+    private final AtomicInteger exited = new AtomicInteger();
+    private volatile int generation;
+    private volatile boolean parallel;
+    private volatile Thread[] workers;
+
+    BlockExecution(KernelLaunch launch, int bx, int by) {
+        this.launch = launch;
+        this.bx = bx;
+        this.by = by;
+        this.threads = launch.grid.threads();
+    }
+
+    /** The sequential phase, on the block's own virtual thread. */
+    @Override
+    public void run() {
+        for (int t = 0; t < threads && !launch.failed(); t++) {
+            execute(new CpuKernelContext(this, t));
+            if (parallel) {
+                return; // thread 0 went parallel; the last thread to exit finishes the block
+            }
+        }
+        launch.blockDone(this);
+    }
+
+    /** Runs one kernel thread to its end; failures go to the launch. */
+    private void execute(CpuKernelContext ctx) {
+        boolean returned = false;
+        try {
+            launch.body.invokeExact((KernelContext) ctx);
+            returned = true;
+        } catch (Aborted e) {
+            // released from a barrier because another thread failed
+        } catch (Throwable e) {
+            launch.fail(this, ctx.localIdx(), e);
+        }
+        if (parallel) {
+            threadExited(ctx.localIdx(), returned);
+        }
+    }
+
+    private void threadExited(int thread, boolean returned) {
+        int n = exited.incrementAndGet();
+        // Pairs with the check in barrier(): one of the two sees the other.
+        if (returned && arrived.get() > 0 && !launch.failed()) {
+            launch.fail(this, thread, new IllegalStateException("thread " + thread
+                    + " returned while other threads of its block wait at localBarrier(): every thread of a block"
+                    + " must reach the same barriers"));
+        }
+        if (n == threads) {
+            launch.blockDone(this);
+        }
+    }
+
+    /** {@link KernelContext#localBarrier()} for thread {@code thread}. */
+    void barrier(int thread) {
+        if (launch.failed()) {
+            throw ABORTED;
+        }
+        if (threads == 1) {
+            return;
+        }
+        if (!parallel) {
+            if (thread != 0) {
+                throw new IllegalStateException("thread " + thread + " reached localBarrier() but threads 0.."
+                        + (thread - 1) + " of its block returned without reaching it: every thread of a block"
+                        + " must reach the same barriers");
+            }
+            goParallel();
+        }
+        int gen = generation;
+        int n = arrived.incrementAndGet();
+        if (exited.get() > 0) {
+            if (launch.failed()) {
+                throw ABORTED;
+            }
+            throw new IllegalStateException("thread " + thread + " reached localBarrier() but another thread of"
+                    + " its block has returned: every thread of a block must reach the same barriers");
+        }
+        if (n == threads) {
+            // Reset before publishing the new generation: released threads may arrive again at once.
+            arrived.set(0);
+            generation = gen + 1;
+            for (Thread w : workers) {
+                LockSupport.unpark(w);
+            }
+            return;
+        }
+        while (generation == gen) {
+            if (launch.failed()) {
+                throw ABORTED;
+            }
+            LockSupport.park(this);
+        }
+    }
+
+    /** Starts threads 1..n-1; the calling thread carries on as thread 0. */
+    private void goParallel() {
+        Thread[] w = new Thread[threads];
+        w[0] = Thread.currentThread();
+        for (int t = 1; t < threads; t++) {
+            CpuKernelContext ctx = new CpuKernelContext(this, t);
+            w[t] = Thread.ofVirtual().unstarted(() -> execute(ctx));
+        }
+        workers = w;
+        parallel = true;
+        int t = 1;
+        try {
+            for (; t < threads; t++) {
+                w[t].start();
+            }
+        } catch (Throwable e) {
+            // Threads that never started count as exited, so that the block still finishes.
+            for (int u = t; u < threads; u++) {
+                threadExited(u, false);
+            }
+            throw e;
+        }
+    }
+
+    /** Wakes the threads parked at the barrier so that they see the launch failed. */
+    void wakeWaiters() {
+        Thread[] w = workers;
+        if (w != null) {
+            for (Thread t : w) {
+                LockSupport.unpark(t);
+            }
+        }
+    }
+
+    /** The block's {@code index}-th shared array, created by whichever thread asks first. */
+    synchronized Object localArray(int index, Class<?> type, int length) {
+        if (index < localArrays.size()) {
+            Object a = localArrays.get(index);
+            int existing = java.lang.reflect.Array.getLength(a);
+            if (a.getClass() != type || existing != length) {
+                throw new IllegalStateException("local array " + index + " of block (" + bx + ", " + by
+                        + ") was allocated as " + a.getClass().getSimpleName().replace("[]", "[" + existing + "]")
+                        + " by another thread but is requested as "
+                        + type.getSimpleName().replace("[]", "[" + length + "]")
+                        + ": every thread must allocate the same arrays in the same order");
+            }
+            return a;
+        }
+        Object a;
+        if (type == int[].class) {
+            a = new int[length];
+        } else if (type == float[].class) {
+            a = new float[length];
+        } else {
+            a = new long[length];
+        }
+        localArrays.add(a);
+        return a;
+    }
+}

@@ -1,0 +1,107 @@
+package org.moecomm.kernels.cpu;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Method;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.KernelRunner;
+
+/**
+ * Runs kernels on the JVM with the execution model of a GPU block: every kernel thread is a
+ * virtual thread, {@link KernelContext#localBarrier()} waits for all threads of the block, and
+ * block-shared arrays are shared by exactly the threads of one block. Blocks run in parallel,
+ * at most {@link #maxConcurrentBlocks()} at a time, and never wait for each other.
+ *
+ * <p>Fast path: a block starts by running its threads one after another on a single virtual
+ * thread. If thread 0 reaches a barrier, the other threads are started then and the block goes
+ * on as a fully parallel block (a schedule a GPU may pick too). A kernel without barriers thus
+ * costs one virtual thread per block instead of one per kernel thread.
+ *
+ * <p>Errors: an exception in any kernel thread fails the launch with a
+ * {@link KernelExecutionException} whose cause is that exception; threads waiting at a barrier
+ * are released (they stop), and blocks not yet started are skipped. Breaking the barrier rules
+ * (a thread returns while others wait at a barrier, or reaches a barrier its predecessors
+ * skipped) fails the launch with an {@link IllegalStateException} cause instead of hanging.
+ * Only a kernel thread that never returns (an endless loop) can hang a launch.
+ *
+ * <p>Thread-safe: launches from several threads run independently.
+ */
+public final class CpuKernelRunner implements KernelRunner {
+    private static final MethodType BOUND_TYPE = MethodType.methodType(void.class, KernelContext.class);
+
+    private final int maxConcurrentBlocks;
+    private final ConcurrentHashMap<Kernel, Resolved> resolved = new ConcurrentHashMap<>();
+
+    private record Resolved(Class<?>[] parameters, MethodHandle handle) {
+    }
+
+    /** A runner that runs up to {@code availableProcessors()} blocks at once. */
+    public CpuKernelRunner() {
+        this(Runtime.getRuntime().availableProcessors());
+    }
+
+    public CpuKernelRunner(int maxConcurrentBlocks) {
+        if (maxConcurrentBlocks < 1) {
+            throw new IllegalArgumentException("maxConcurrentBlocks must be positive, got " + maxConcurrentBlocks);
+        }
+        this.maxConcurrentBlocks = maxConcurrentBlocks;
+    }
+
+    /** Most blocks that run at the same time. */
+    public int maxConcurrentBlocks() {
+        return maxConcurrentBlocks;
+    }
+
+    /**
+     * Runs {@code kernel} over {@code grid} and returns when every block has finished.
+     *
+     * @throws IllegalArgumentException  if the arguments do not match the kernel's parameters
+     * @throws KernelExecutionException  if a kernel thread failed
+     */
+    @Override
+    public void launch(Kernel kernel, Grid grid, Object... args) {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(grid, "grid");
+        Object[] arguments = args == null ? new Object[0] : args;
+        Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
+        checkArguments(kernel, r.parameters(), arguments);
+        MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
+        new KernelLaunch(kernel, grid, body, maxConcurrentBlocks).run();
+    }
+
+    private static Resolved resolve(Kernel kernel) {
+        Method method = kernel.method();
+        try {
+            method.setAccessible(true);
+            return new Resolved(method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
+        } catch (IllegalAccessException | RuntimeException e) {
+            throw new IllegalArgumentException("kernel " + kernel + ": cannot access " + method + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Checks count and types; parameter numbers are those of the method (0 is the KernelContext). */
+    private static void checkArguments(Kernel kernel, Class<?>[] parameters, Object[] args) {
+        if (args.length != parameters.length - 1) {
+            throw new IllegalArgumentException("kernel " + kernel + " takes " + (parameters.length - 1)
+                    + " arguments after the KernelContext, got " + args.length);
+        }
+        for (int i = 0; i < args.length; i++) {
+            Class<?> p = parameters[i + 1];
+            Class<?> expected = p == int.class ? Integer.class : p == long.class ? Long.class
+                    : p == float.class ? Float.class : Buf.class;
+            Object a = args[i];
+            if (a == null || a.getClass() != expected) {
+                throw new IllegalArgumentException("kernel " + kernel + ": parameter " + (i + 1) + " (args[" + i
+                        + "]) has type " + p.getSimpleName() + " and needs a " + expected.getSimpleName() + ", got "
+                        + (a == null ? "null" : a.getClass().getSimpleName()));
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+package org.moecomm.kernels.moe;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.Numerics;
+
+/**
+ * The four kernels of a dispatch/combine round (see docs/protocol.md, which defines every
+ * buffer named here): {@link #pack} and {@link #scatter} for dispatch, {@link #gather} and
+ * {@link #reduce} for combine.
+ *
+ * <p>Launch with {@link #THREADS} threads per block; any block size from 1 to
+ * {@link #MAX_THREADS} works (the scans keep one entry per thread in shared memory).
+ * Rows are copied by groups of {@link KernelContext#WARP_SIZE} threads with 16-byte copies, so
+ * token byte counts ({@code xBytes}, {@code yBytes}) and {@code rowBytes} must be multiples
+ * of 16 (they are: H % 16 == 0).
+ *
+ * <p>The kernels are written for the bytecode-to-PTX compiler: int/long/float arithmetic,
+ * {@link Buf} accessors, context methods, block-shared arrays of constant size, loops and
+ * ifs, and private static helpers (inlined). Every loop that contains a barrier has a bound
+ * that is the same for all threads of the block.
+ */
+public final class MoeKernels {
+    /** Kernel code of bf16 (as {@code DType.BF16.kernelCode()}). */
+    public static final int DTYPE_BF16 = 0;
+    /** Kernel code of fp16. */
+    public static final int DTYPE_FP16 = 1;
+    /** Kernel code of fp32. */
+    public static final int DTYPE_FP32 = 2;
+    /** Kernel code of fp8-e4m3. */
+    public static final int DTYPE_FP8_E4M3 = 3;
+
+    /** Threads per block to launch every kernel with. */
+    public static final int THREADS = 256;
+    /** Most threads per block the kernels accept: the size of the per-thread shared arrays. */
+    public static final int MAX_THREADS = 256;
+    /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
+    static final int SCATTER_PAIRS = 2048;
+
+    private static final int WARP = KernelContext.WARP_SIZE;
+
+    private MoeKernels() {
+    }
+
+    /**
+     * Dispatch, step 1: one block per destination rank {@code d} (grid {@code W} blocks).
+     * Numbers the tokens routed to {@code d} (rows {@code j}) and their pairs ({@code q}) in
+     * token order, writes {@code pairLocation[t][k] = d*M*Kd + q} for every {@code k} routed to
+     * {@code d} (block 0 also writes -1 for ids that route nowhere), and, when this member
+     * serves {@code d}, writes the rows into {@code dispatchSend} region {@code d/G} and their
+     * count into {@code sendRows[d/G]}.
+     *
+     * @param numTokens int32 {@code [1]}: m, the valid tokens; clamped to {@code [0, maxTokens]}
+     * @param pairsPerRegion {@code M*Kd}: pair rows of one source's region of the combine buffers
+     */
+    public static void pack(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
+                            Buf sendRows, Buf pairLocation, int xBytes, int scalesPerToken, int topK,
+                            int expertsPerRank, int groupSize, int member, int rowBytes, int maxTokens,
+                            int pairsPerRegion) {
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int dest = ctx.groupIdx();
+        int firstExpert = dest * expertsPerRank;
+        int numExperts = ctx.numGroupsX() * expertsPerRank;
+        int m = clamp(numTokens.getInt(0), 0, maxTokens);
+        long regionRow = (long) (dest / groupSize) * maxTokens;
+
+        // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
+        int[] scanRows = ctx.allocateIntLocalArray(2 * MAX_THREADS);
+        int[] scanPairs = ctx.allocateIntLocalArray(2 * MAX_THREADS);
+        // The chunk's rows, by row number within the chunk, for the cooperative copy.
+        int[] rowToken = ctx.allocateIntLocalArray(MAX_THREADS);
+        int[] rowPairBase = ctx.allocateIntLocalArray(MAX_THREADS);
+        int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
+
+        int rowsBefore = 0;
+        int pairsBefore = 0;
+        // One token per thread per chunk; m is the same for every thread, so is the trip count.
+        for (int chunk = 0; chunk < m; chunk += threads) {
+            int t = chunk + tid;
+            int pairs = 0;
+            if (t < m) {
+                pairs = countLocalPairs(indices, t, topK, firstExpert, expertsPerRank);
+            }
+            int hasRow = pairs > 0 ? 1 : 0;
+            scanRows[tid] = hasRow;
+            scanPairs[tid] = pairs;
+            ctx.localBarrier();
+
+            // Inclusive Hillis-Steele scan of (rows, pairs) over the chunk.
+            int src = 0;
+            for (int offset = 1; offset < threads; offset <<= 1) {
+                int r = scanRows[src + tid];
+                int p = scanPairs[src + tid];
+                if (tid >= offset) {
+                    r += scanRows[src + tid - offset];
+                    p += scanPairs[src + tid - offset];
+                }
+                int dst = MAX_THREADS - src;
+                scanRows[dst + tid] = r;
+                scanPairs[dst + tid] = p;
+                ctx.localBarrier();
+                src = dst;
+            }
+            int chunkRow = scanRows[src + tid] - hasRow;
+            int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
+            int chunkRows = scanRows[src + threads - 1];
+            int chunkPairs = scanPairs[src + threads - 1];
+
+            if (t < m) {
+                writePairLocations(indices, pairLocation, t, topK, firstExpert, expertsPerRank, numExperts,
+                        dest * pairsPerRegion + pairBase, dest);
+                if (hasRow == 1) {
+                    rowToken[chunkRow] = t;
+                    rowPairBase[chunkRow] = pairBase;
+                    rowPairs[chunkRow] = pairs;
+                }
+            }
+            ctx.localBarrier();
+
+            if (dest % groupSize == member) {
+                copyRowsToSend(ctx, x, xScale, indices, dispatchSend, rowToken, rowPairBase, rowPairs, chunkRows,
+                        regionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, expertsPerRank,
+                        rowBytes);
+            }
+            rowsBefore += chunkRows;
+            pairsBefore += chunkPairs;
+            // The next chunk overwrites the shared arrays.
+            ctx.localBarrier();
+        }
+        if (dest % groupSize == member && tid == 0) {
+            sendRows.setInt(dest / groupSize, rowsBefore);
+        }
+    }
+
+    /**
+     * Dispatch, step 2: one block per source group {@code g} (grid {@code NG} blocks). For each
+     * received row and each of its pairs {@code p} (local expert {@code l}), takes
+     * {@code slot = atomicAdd(expertNumTokens[l], 1)}, copies the token and its scales to
+     * {@code expertX[l][slot]} and {@code expertXScale[l][slot]}, and records
+     * {@code expertOrigin[l][slot] = g*M*Kd + pairBase + p}; {@code pairsFromGroup[g]} gets the
+     * group's pair count. Expert capacity is {@code numGroups * maxTokens} rows.
+     *
+     * @param dispatchSignals long {@code [NG]}: the low 32 bits are the rows received from group g
+     */
+    public static void scatter(KernelContext ctx, Buf dispatchRecv, Buf dispatchSignals, Buf expertNumTokens,
+                               Buf expertX, Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, int xBytes,
+                               int scalesPerToken, int topK, int rowBytes, int maxTokens, int numGroups,
+                               int pairsPerRegion) {
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int group = ctx.groupIdx();
+        int rows = clamp((int) (dispatchSignals.getLong(group) & 0xffffffffL), 0, maxTokens);
+        int capacity = numGroups * maxTokens;
+        int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
+        long regionRow = (long) group * maxTokens;
+        int originBase = group * pairsPerRegion;
+        // Kd bounds the pairs of a row; chunks hold as many rows as their pairs fit in shared memory.
+        int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
+        int chunkRows = min(threads, SCATTER_PAIRS / kd);
+
+        int[] pairSlot = ctx.allocateIntLocalArray(SCATTER_PAIRS);
+        int[] pairExpert = ctx.allocateIntLocalArray(SCATTER_PAIRS);
+        int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
+
+        int width = copyWidth(threads);
+        int warp = tid / width;
+        int lane = tid - warp * width;
+        int warps = threads / width;
+
+        for (int chunk = 0; chunk < rows; chunk += chunkRows) {
+            int n = min(chunkRows, rows - chunk);
+            // Phase 1: one thread per row takes a slot per pair (the order among rows is free).
+            if (tid < n) {
+                long meta = metaIndex(regionRow + chunk + tid, rowBytes, metaOffset);
+                int pairBase = dispatchRecv.getInt(meta);
+                int pairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
+                for (int p = 0; p < pairs; p++) {
+                    int expert = dispatchRecv.getInt(meta + 2 + p);
+                    int slot = ctx.atomicAdd(expertNumTokens, expert, 1);
+                    if (slot >= capacity) {
+                        slot = -1; // only with invalid input; never write past the expert's rows
+                    } else {
+                        expertOrigin.setInt((long) expert * capacity + slot, originBase + pairBase + p);
+                    }
+                    pairSlot[tid * kd + p] = slot;
+                    pairExpert[tid * kd + p] = expert;
+                }
+                rowPairs[tid] = pairs;
+            }
+            ctx.localBarrier();
+
+            // Phase 2: each warp copies whole (row, pair) items.
+            if (warp < warps) {
+                for (int item = warp; item < n * kd; item += warps) {
+                    int r = item / kd;
+                    int p = item - r * kd;
+                    if (p < rowPairs[r] && pairSlot[item] >= 0) {
+                        long dstRow = (long) pairExpert[item] * capacity + pairSlot[item];
+                        copyRowToExpert(dispatchRecv, expertX, expertXScale, regionRow + chunk + r, dstRow, lane,
+                                width, xBytes, scalesPerToken, rowBytes);
+                    }
+                }
+            }
+            // The next chunk overwrites the shared arrays.
+            ctx.localBarrier();
+        }
+        if (tid == 0) {
+            // Pairs are numbered contiguously in row order: the last row ends the count.
+            int total = 0;
+            if (rows > 0) {
+                long meta = metaIndex(regionRow + rows - 1, rowBytes, metaOffset);
+                total = dispatchRecv.getInt(meta) + clamp(dispatchRecv.getInt(meta + 1), 0, kd);
+            }
+            pairsFromGroup.setInt(group, total);
+        }
+    }
+
+    /**
+     * Combine, step 1: grid {@code L x chunks} blocks. Copies expert output row
+     * {@code expertY[l][slot]} to {@code combineSend} row {@code expertOrigin[l][slot]} for
+     * every {@code slot < expertNumTokens[l]}. One warp copies one row; the {@code chunks} blocks
+     * of an expert split its slots (block y, warp w: slots {@code (y*warps + w) + i*chunks*warps}).
+     */
+    public static void gather(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
+                              int yBytes, int expertCapacity) {
+        int threads = ctx.localGroupSizeX();
+        int expert = ctx.groupIdx();
+        int n = clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
+        int width = copyWidth(threads);
+        int warp = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - warp * width;
+        int warps = threads / width;
+        int pieces = yBytes >> 4;
+        long firstRow = (long) expert * expertCapacity;
+        if (warp < warps) {
+            // One warp per row; consecutive warps of a block take consecutive slots.
+            for (int slot = ctx.groupIdy() * warps + warp; slot < n; slot += ctx.numGroupsY() * warps) {
+                long src = (firstRow + slot) * pieces;
+                long dst = (long) expertOrigin.getInt(firstRow + slot) * pieces;
+                for (int i = lane; i < pieces; i += width) {
+                    combineSend.copy16(dst + i, expertY, src + i);
+                }
+            }
+        }
+    }
+
+    /**
+     * Combine, step 2: one block per token {@code t} (grid {@code M} blocks; tokens {@code >= m}
+     * return at once). {@code out[t][h] = sum over k of weights[t][k] * y[h]}, y being
+     * combineRecv row {@code pairLocation[t][k]} (skipped when -1), summed in float32 in
+     * increasing k, then converted to {@code outDtype}.
+     *
+     * @param weights float32 {@code [M][K]}
+     * @param yDtype  dtype code of combineRecv's elements (bf16, fp16, fp32)
+     * @param outDtype dtype code of out (bf16, fp16, fp32)
+     */
+    public static void reduce(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf numTokens,
+                              Buf out, int hidden, int topK, int yDtype, int outDtype) {
+        int t = ctx.groupIdx();
+        if (t >= numTokens.getInt(0)) {
+            return;
+        }
+        for (int h = ctx.localIdx(); h < hidden; h += ctx.localGroupSizeX()) {
+            float acc = 0f;
+            for (int k = 0; k < topK; k++) {
+                int loc = pairLocation.getInt(t * topK + k);
+                if (loc >= 0) {
+                    float w = weights.getFloat(t * topK + k);
+                    float v = load(combineRecv, (long) loc * hidden + h, yDtype);
+                    // Separate multiply and add (no fma): the GPU build rounds the same way.
+                    acc = acc + w * v;
+                }
+            }
+            store(out, (long) t * hidden + h, outDtype, acc);
+        }
+    }
+
+    // ---- helpers (inlined by the compiler) ----
+
+    /** Pairs of token t whose expert lives on the rank hosting [firstExpert, firstExpert + perRank). */
+    private static int countLocalPairs(Buf indices, int t, int topK, int firstExpert, int perRank) {
+        int pairs = 0;
+        for (int k = 0; k < topK; k++) {
+            int local = indices.getInt(t * topK + k) - firstExpert;
+            if (local >= 0 && local < perRank) {
+                pairs++;
+            }
+        }
+        return pairs;
+    }
+
+    /**
+     * Writes token t's pair locations for this destination, numbering from {@code firstLocation}
+     * in k order; destination 0 also writes -1 for ids outside [0, numExperts) (exactly one
+     * block writes each entry).
+     */
+    private static void writePairLocations(Buf indices, Buf pairLocation, int t, int topK, int firstExpert,
+                                           int perRank, int numExperts, int firstLocation, int dest) {
+        int location = firstLocation;
+        for (int k = 0; k < topK; k++) {
+            int id = indices.getInt(t * topK + k);
+            int local = id - firstExpert;
+            if (local >= 0 && local < perRank) {
+                pairLocation.setInt(t * topK + k, location);
+                location++;
+            } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+                pairLocation.setInt(t * topK + k, -1);
+            }
+        }
+    }
+
+    /**
+     * pack's copy: warps take the chunk's rows in turn; a warp copies the token in 16-byte
+     * pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
+     */
+    private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf dispatchSend,
+                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, int rows, long firstRow,
+                                       int xBytes, int scalesPerToken, int topK, int firstExpert, int perRank,
+                                       int rowBytes) {
+        int threads = ctx.localGroupSizeX();
+        int width = copyWidth(threads);
+        int warp = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - warp * width;
+        int warps = threads / width;
+        int pieces = xBytes >> 4;
+        int scaleOffset = align16(xBytes);
+        int scaleWords = align16(4 * scalesPerToken) >> 2;
+        int metaOffset = scaleOffset + (scaleWords << 2);
+        int metaWords = align16(4 * (2 + topK)) >> 2;
+        // Threads past the last whole warp (block sizes not a multiple of 32) only wait.
+        if (warp < warps) {
+            for (int r = warp; r < rows; r += warps) {
+                int t = rowToken[r];
+                long rowByte = (firstRow + r) * rowBytes;
+                long dstPiece = rowByte >> 4;
+                long srcPiece = (long) t * pieces;
+                for (int i = lane; i < pieces; i += width) {
+                    dispatchSend.copy16(dstPiece + i, x, srcPiece + i);
+                }
+                long scaleWord = (rowByte + scaleOffset) >> 2;
+                for (int i = lane; i < scaleWords; i += width) {
+                    int bits = 0;
+                    if (i < scalesPerToken) {
+                        bits = xScale.getInt((long) t * scalesPerToken + i);
+                    }
+                    dispatchSend.setInt(scaleWord + i, bits);
+                }
+                long metaWord = (rowByte + metaOffset) >> 2;
+                for (int i = lane; i < metaWords; i += width) {
+                    int value = 0;
+                    if (i == 0) {
+                        value = rowPairBase[r];
+                    } else if (i == 1) {
+                        value = rowPairs[r];
+                    } else if (i - 2 < rowPairs[r]) {
+                        value = nthLocalExpert(indices, t, topK, firstExpert, perRank, i - 2);
+                    }
+                    dispatchSend.setInt(metaWord + i, value);
+                }
+            }
+        }
+    }
+
+    /** Local expert index of token t's n-th pair (in k order) on this destination. */
+    private static int nthLocalExpert(Buf indices, int t, int topK, int firstExpert, int perRank, int n) {
+        int seen = 0;
+        int result = 0;
+        for (int k = 0; k < topK; k++) {
+            int local = indices.getInt(t * topK + k) - firstExpert;
+            if (local >= 0 && local < perRank) {
+                if (seen == n) {
+                    result = local;
+                }
+                seen++;
+            }
+        }
+        return result;
+    }
+
+    /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one warp. */
+    private static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
+                                        int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
+        int pieces = xBytes >> 4;
+        long srcByte = srcRow * rowBytes;
+        long srcPiece = srcByte >> 4;
+        long dstPiece = dstRow * pieces;
+        for (int i = lane; i < pieces; i += width) {
+            expertX.copy16(dstPiece + i, dispatchRecv, srcPiece + i);
+        }
+        long srcWord = (srcByte + align16(xBytes)) >> 2;
+        long dstWord = dstRow * scalesPerToken;
+        for (int i = lane; i < scalesPerToken; i += width) {
+            expertXScale.setInt(dstWord + i, dispatchRecv.getInt(srcWord + i));
+        }
+    }
+
+    /** Int index of a row's meta in the dispatch buffer. */
+    private static long metaIndex(long row, int rowBytes, int metaOffset) {
+        return (row * rowBytes + metaOffset) >> 2;
+    }
+
+    /** Threads that copy one row together: a warp, or the whole block when it is smaller. */
+    private static int copyWidth(int threads) {
+        return min(WARP, threads);
+    }
+
+    private static int align16(int bytes) {
+        return (bytes + 15) & -16;
+    }
+
+    private static int min(int a, int b) {
+        return a < b ? a : b;
+    }
+
+    private static int clamp(int v, int lo, int hi) {
+        if (v < lo) {
+            return lo;
+        }
+        return v > hi ? hi : v;
+    }
+
+    /** Element i of b, of dtype {@code dtype}, as float32. */
+    private static float load(Buf b, long i, int dtype) {
+        if (dtype == DTYPE_BF16) {
+            return Numerics.bf16ToFloat(b.getShort(i));
+        } else if (dtype == DTYPE_FP16) {
+            return Numerics.fp16ToFloat(b.getShort(i));
+        } else if (dtype == DTYPE_FP8_E4M3) {
+            return Numerics.fp8e4m3ToFloat(b.getByte(i));
+        }
+        return b.getFloat(i);
+    }
+
+    /** Stores v into element i of b, converted (round to nearest even) to {@code dtype}. */
+    private static void store(Buf b, long i, int dtype, float v) {
+        if (dtype == DTYPE_BF16) {
+            b.setShort(i, Numerics.floatToBf16(v));
+        } else if (dtype == DTYPE_FP16) {
+            b.setShort(i, Numerics.floatToFp16(v));
+        } else if (dtype == DTYPE_FP8_E4M3) {
+            b.setByte(i, Numerics.floatToFp8e4m3(v));
+        } else {
+            b.setFloat(i, v);
+        }
+    }
+}

@@ -5,13 +5,16 @@ package org.moecomm.kernels.api;
  * fp8-e4m3), usable inside kernels. Each has this JVM implementation and a one-instruction
  * PTX lowering ({@code cvt.rn...}); the JVM side reproduces the GPU's rounding (round to
  * nearest even; fp8 saturates to the largest finite value, as {@code cvt.rn.satfinite} does)
- * so results compare bit-exactly for finite inputs.
+ * so results compare bit-exactly, NaNs included (the GPU's canonical NaNs).
  */
 public final class Numerics {
     /** Largest finite fp8-e4m3 (OCP "E4M3FN") value. */
     public static final float FP8_E4M3_MAX = 448f;
 
+    /** The NaN the GPU's conversions produce (cvt gives canonical NaNs, dropping payload and sign). */
+    private static final float CANONICAL_NAN = Float.intBitsToFloat(0x7fffffff);
     private static final short BF16_NAN = 0x7fff;
+    private static final short FP16_NAN = 0x7fff;
     private static final byte FP8_NAN = 0x7f;
 
     private Numerics() {
@@ -31,11 +34,12 @@ public final class Numerics {
     }
 
     public static float fp16ToFloat(short v) {
-        return Float.float16ToFloat(v);
+        float f = Float.float16ToFloat(v);
+        return f != f ? CANONICAL_NAN : f;
     }
 
     public static short floatToFp16(float f) {
-        return Float.floatToFloat16(f);
+        return f != f ? FP16_NAN : Float.floatToFloat16(f);
     }
 
     public static float fp8e4m3ToFloat(byte v) {
@@ -44,7 +48,7 @@ public final class Numerics {
         int mantissa = b & 7;
         float magnitude;
         if (exponent == 0xf && mantissa == 7) {
-            magnitude = Float.NaN;
+            return CANONICAL_NAN;
         } else if (exponent == 0) {
             magnitude = mantissa * 0x1p-9f;
         } else {

@@ -1,0 +1,399 @@
+package org.moecomm.kernels.ptx;
+
+import java.lang.classfile.Instruction;
+import java.lang.classfile.Opcode;
+import java.lang.classfile.TypeKind;
+import java.lang.classfile.instruction.ArrayLoadInstruction;
+import java.lang.classfile.instruction.ArrayStoreInstruction;
+import java.lang.classfile.instruction.BranchInstruction;
+import java.lang.classfile.instruction.ConstantInstruction;
+import java.lang.classfile.instruction.ConvertInstruction;
+import java.lang.classfile.instruction.DiscontinuedInstruction;
+import java.lang.classfile.instruction.FieldInstruction;
+import java.lang.classfile.instruction.IncrementInstruction;
+import java.lang.classfile.instruction.InvokeDynamicInstruction;
+import java.lang.classfile.instruction.InvokeInstruction;
+import java.lang.classfile.instruction.LoadInstruction;
+import java.lang.classfile.instruction.LookupSwitchInstruction;
+import java.lang.classfile.instruction.MonitorInstruction;
+import java.lang.classfile.instruction.NewMultiArrayInstruction;
+import java.lang.classfile.instruction.NewObjectInstruction;
+import java.lang.classfile.instruction.NewPrimitiveArrayInstruction;
+import java.lang.classfile.instruction.NewReferenceArrayInstruction;
+import java.lang.classfile.instruction.NopInstruction;
+import java.lang.classfile.instruction.OperatorInstruction;
+import java.lang.classfile.instruction.ReturnInstruction;
+import java.lang.classfile.instruction.StackInstruction;
+import java.lang.classfile.instruction.StoreInstruction;
+import java.lang.classfile.instruction.TableSwitchInstruction;
+import java.lang.classfile.instruction.ThrowInstruction;
+import java.lang.classfile.instruction.TypeCheckInstruction;
+import java.lang.constant.ConstantDesc;
+import java.lang.constant.MethodTypeDesc;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Type inference for one (inlined copy of a) method: a forward dataflow over its basic blocks
+ * that finds, before every reachable instruction, the kind of every local slot and stack entry
+ * (so each gets a typed register), the compile-time constants among them (for shared-array sizes
+ * and for dropping branches on constants, such as {@code assert}'s), and which shared array each
+ * array reference is. It also rejects every construct outside the supported subset, naming it.
+ *
+ * <p>Own dataflow rather than the StackMapTable: it is needed anyway for constants and arrays, and
+ * it sees inlined callees with their actual arguments.
+ */
+final class Analysis {
+    final Scope scope;
+    final MethodCode code;
+    private final ClassFiles classes;
+    /** State before each instruction; {@code null} for unreachable code. */
+    final Frame[] before;
+    /** Shared array made by each allocation instruction. */
+    final Map<Integer, SharedArray> allocations = new HashMap<>();
+    /** Value of each {@code getstatic} of a constant field. */
+    final Map<Integer, ConstantDesc> staticConstants = new HashMap<>();
+
+    Analysis(Scope scope, ClassFiles classes, Frame entry) {
+        this.scope = scope;
+        this.code = scope.code;
+        this.classes = classes;
+        this.before = new Frame[code.size()];
+        rejectHandlers();
+        run(entry);
+    }
+
+    /** Exception handlers (try/catch/finally, and the ones javac makes for synchronized blocks). */
+    private void rejectHandlers() {
+        if (!code.hasHandlers) {
+            return;
+        }
+        for (int i = 0; i < code.size(); i++) {
+            if (code.insn(i) instanceof MonitorInstruction) {
+                throw scope.error(i, "synchronized block (monitors are not supported in kernels)");
+            }
+        }
+        throw scope.error(code.firstHandlerStart, "try/catch/finally (exceptions are not supported in kernels)");
+    }
+
+    private void run(Frame entry) {
+        Frame[] blockIn = new Frame[code.size() + 1];
+        Deque<Integer> work = new ArrayDeque<>();
+        blockIn[0] = entry;
+        work.add(0);
+        while (!work.isEmpty()) {
+            int b = work.poll();
+            Frame f = blockIn[b];
+            for (int i = b; ; i++) {
+                if (i >= code.size()) {
+                    throw scope.error(i - 1, "control falls off the end of the method");
+                }
+                before[i] = f;
+                Instruction insn = code.insn(i);
+                Frame out = step(i, f);
+                if (MethodCode.endsBlock(insn) || code.leader[i + 1]) {
+                    for (int s : successors(i, f)) {
+                        Frame old = blockIn[s];
+                        Frame merged = old == null ? out : old.merge(out);
+                        if (merged == null) {
+                            throw scope.error(s, "operand stacks of different shapes meet at a branch target");
+                        }
+                        if (!merged.equals(old)) {
+                            blockIn[s] = merged;
+                            if (!work.contains(s)) {
+                                work.add(s);
+                            }
+                        }
+                    }
+                    break;
+                }
+                f = out;
+            }
+        }
+    }
+
+    /**
+     * Where control goes after instruction {@code i} given the state before it: the fall-through
+     * and the targets, minus the branches that a constant condition never takes.
+     */
+    List<Integer> successors(int i, Frame in) {
+        Instruction insn = code.insn(i);
+        List<Integer> out = new ArrayList<>();
+        if (insn instanceof BranchInstruction b) {
+            Boolean taken = constantCondition(insn.opcode(), in);
+            if (taken == null || taken) {
+                out.add(code.target(b.target()));
+            }
+            if (!MethodCode.isTerminal(insn) && (taken == null || !taken)) {
+                out.add(i + 1);
+            }
+            return out;
+        }
+        out.addAll(code.branchTargets(insn));
+        if (!MethodCode.isTerminal(insn)) {
+            out.add(i + 1);
+        }
+        return out;
+    }
+
+    /** For a one-operand {@code if<cond>} on a constant: whether it branches; else {@code null}. */
+    static Boolean constantCondition(Opcode op, Frame in) {
+        int c;
+        switch (op) {
+            case IFEQ, IFNE, IFLT, IFGE, IFGT, IFLE -> {
+                Value v = in.peek(0);
+                if (!v.isConstant()) {
+                    return null;
+                }
+                c = v.intConstant();
+            }
+            default -> {
+                return null;
+            }
+        }
+        return switch (op) {
+            case IFEQ -> c == 0;
+            case IFNE -> c != 0;
+            case IFLT -> c < 0;
+            case IFGE -> c >= 0;
+            case IFGT -> c > 0;
+            default -> c <= 0;
+        };
+    }
+
+    private static Kind kindOf(TypeKind t) {
+        return switch (t) {
+            case INT, BOOLEAN, BYTE, CHAR, SHORT -> Kind.INT;
+            case LONG -> Kind.LONG;
+            case FLOAT -> Kind.FLOAT;
+            case DOUBLE -> Kind.DOUBLE;
+            default -> null;
+        };
+    }
+
+    private static String javaType(String descriptor) {
+        return switch (descriptor.charAt(0)) {
+            case 'L' -> descriptor.substring(1, descriptor.length() - 1).replace('/', '.');
+            case '[' -> javaType(descriptor.substring(1)) + "[]";
+            case 'I' -> "int";
+            case 'J' -> "long";
+            case 'F' -> "float";
+            case 'D' -> "double";
+            case 'Z' -> "boolean";
+            case 'B' -> "byte";
+            case 'S' -> "short";
+            case 'C' -> "char";
+            case 'V' -> "void";
+            default -> descriptor;
+        };
+    }
+
+    /** The state after instruction {@code i}, given the state before it. */
+    Frame step(int i, Frame in) {
+        Instruction insn = code.insn(i);
+        switch (insn) {
+            case LoadInstruction l -> {
+                Value v = in.locals[l.slot()];
+                if (v == null) {
+                    throw scope.error(i, "read of local slot " + l.slot() + " whose type is not known here");
+                }
+                return in.push(v);
+            }
+            case StoreInstruction s -> {
+                return in.pop(1).store(s.slot(), in.peek(0));
+            }
+            case IncrementInstruction inc -> {
+                Value v = in.locals[inc.slot()];
+                Value nv = v.isConstant() ? Value.constant(Kind.INT, (int) (v.intConstant() + inc.constant())) : Value.of(Kind.INT);
+                return in.store(inc.slot(), nv);
+            }
+            case ConstantInstruction c -> {
+                ConstantDesc v = c.constantValue();
+                return switch (v) {
+                    case Integer x -> in.push(Value.constant(Kind.INT, x));
+                    case Long x -> in.push(Value.constant(Kind.LONG, x));
+                    case Float x -> in.push(Value.of(Kind.FLOAT));
+                    case Double x -> in.push(Value.of(Kind.DOUBLE));
+                    case String s -> throw scope.error(i, "string constant \"" + s + "\" (strings are not supported in kernels)");
+                    default -> throw scope.error(i, c.opcode() == Opcode.ACONST_NULL
+                            ? "null reference (kernels have no nullable references)"
+                            : "constant " + v + " of a reference type");
+                };
+            }
+            case OperatorInstruction o -> {
+                return operator(i, o, in);
+            }
+            case ConvertInstruction c -> {
+                return in.popPush(1, Value.of(kindOf(c.toType())));
+            }
+            case StackInstruction s -> {
+                return in.withStack(StackShuffle.apply(StackShuffle.of(s.opcode(), in), in.stack));
+            }
+            case BranchInstruction b -> {
+                return switch (b.opcode()) {
+                    case GOTO, GOTO_W -> in;
+                    case IFEQ, IFNE, IFLT, IFGE, IFGT, IFLE -> in.pop(1);
+                    case IF_ICMPEQ, IF_ICMPNE, IF_ICMPLT, IF_ICMPGE, IF_ICMPGT, IF_ICMPLE -> in.pop(2);
+                    default -> throw scope.error(i, "reference comparison (" + b.opcode().name().toLowerCase()
+                            + "): null checks and reference equality are not supported in kernels");
+                };
+            }
+            case TableSwitchInstruction t -> {
+                return in.pop(1);
+            }
+            case LookupSwitchInstruction l -> {
+                return in.pop(1);
+            }
+            case ReturnInstruction r -> {
+                return r.typeKind() == TypeKind.VOID ? in : in.pop(1);
+            }
+            case ArrayLoadInstruction a -> {
+                Value arr = in.peek(1);
+                Kind elem = kindOf(a.typeKind());
+                if (!arr.kind().isArray() || arr.kind().element() != elem || a.typeKind() != elem.toTypeKind()) {
+                    throw scope.error(i, "element read of a " + a.typeKind().name().toLowerCase()
+                            + " array (only int[], float[] and long[] arrays from allocate*LocalArray are supported)");
+                }
+                return in.popPush(2, Value.of(elem));
+            }
+            case ArrayStoreInstruction a -> {
+                Value arr = in.peek(2);
+                Kind elem = kindOf(a.typeKind());
+                if (!arr.kind().isArray() || elem == null || arr.kind().element() != elem || a.typeKind() != elem.toTypeKind()) {
+                    throw scope.error(i, "element write of a " + a.typeKind().name().toLowerCase()
+                            + " array (only int[], float[] and long[] arrays from allocate*LocalArray are supported)");
+                }
+                return in.pop(3);
+            }
+            case InvokeInstruction inv -> {
+                return invoke(i, inv, in);
+            }
+            case FieldInstruction f -> {
+                return field(i, f, in);
+            }
+            case NopInstruction n -> {
+                return in;
+            }
+            case NewObjectInstruction n -> throw scope.error(i, "object allocation (new "
+                    + n.className().asInternalName().replace('/', '.') + ") is not supported in kernels");
+            case NewPrimitiveArrayInstruction n -> throw scope.error(i, "array allocation (new "
+                    + n.typeKind().name().toLowerCase() + "[]): use ctx.allocate*LocalArray for block-shared arrays");
+            case NewReferenceArrayInstruction n -> throw scope.error(i, "array allocation (new "
+                    + n.componentType().asInternalName().replace('/', '.') + "[]) is not supported in kernels");
+            case NewMultiArrayInstruction n -> throw scope.error(i, "multi-dimensional array allocation is not supported in kernels");
+            case ThrowInstruction t -> throw scope.error(i, "throw (exceptions are not supported in kernels)");
+            case MonitorInstruction m -> throw scope.error(i, "synchronized block (monitors are not supported in kernels)");
+            case TypeCheckInstruction t -> throw scope.error(i, t.opcode().name().toLowerCase() + " "
+                    + t.type().asInternalName().replace('/', '.') + " (type checks and casts of references are not supported in kernels)");
+            case InvokeDynamicInstruction d -> throw scope.error(i, "invokedynamic " + d.name().stringValue()
+                    + " (lambdas, string concatenation and other invokedynamic call sites are not supported in kernels)");
+            case DiscontinuedInstruction d -> throw scope.error(i, "jsr/ret subroutines are not supported");
+            default -> throw scope.error(i, "instruction " + insn.opcode().name().toLowerCase() + " is not supported");
+        }
+    }
+
+    private Frame operator(int i, OperatorInstruction o, Frame in) {
+        Opcode op = o.opcode();
+        switch (op) {
+            case FREM, DREM -> throw scope.error(i, "floating-point remainder (" + op.name().toLowerCase()
+                    + ") is not supported in kernels");
+            case INEG, LNEG, FNEG, DNEG -> {
+                return in.popPush(1, Value.of(kindOf(o.typeKind())));
+            }
+            case LCMP, FCMPL, FCMPG, DCMPL, DCMPG -> {
+                return in.popPush(2, Value.of(Kind.INT));
+            }
+            case ARRAYLENGTH -> {
+                Value arr = in.peek(0);
+                if (arr.array() == null) {
+                    throw scope.error(i, "length of an array whose allocation is not known at compile time here");
+                }
+                return in.popPush(1, Value.constant(Kind.INT, arr.array().length));
+            }
+            default -> {
+                return in.popPush(2, Value.of(kindOf(o.typeKind())));
+            }
+        }
+    }
+
+    private Frame field(int i, FieldInstruction f, Frame in) {
+        String owner = f.owner().asInternalName();
+        String name = f.name().stringValue();
+        String desc = f.type().stringValue();
+        String what = owner.replace('/', '.') + "." + name;
+        if (f.opcode() != Opcode.GETSTATIC) {
+            throw scope.error(i, switch (f.opcode()) {
+                case PUTSTATIC -> "write of static field " + what;
+                case GETFIELD -> "read of instance field " + what;
+                default -> "write of instance field " + what;
+            } + " (kernels can only read static final fields with constant values)");
+        }
+        if (name.equals("$assertionsDisabled")) {
+            staticConstants.put(i, 1);
+            return in.push(Value.constant(Kind.INT, 1));
+        }
+        Optional<ConstantDesc> c = classes.constantField(owner, name, desc);
+        if (c.isEmpty()) {
+            throw scope.error(i, "read of static field " + what
+                    + " (only static final fields with compile-time constant values are supported)");
+        }
+        staticConstants.put(i, c.get());
+        return switch (c.get()) {
+            case Integer x -> in.push(Value.constant(Kind.INT, x));
+            case Long x -> in.push(Value.constant(Kind.LONG, x));
+            case Float x -> in.push(Value.of(Kind.FLOAT));
+            case Double x -> in.push(Value.of(Kind.DOUBLE));
+            default -> throw scope.error(i, "read of static field " + what + " of type " + javaType(desc));
+        };
+    }
+
+    private Frame invoke(int i, InvokeInstruction inv, Frame in) {
+        String owner = inv.owner().asInternalName();
+        String name = inv.name().stringValue();
+        String desc = inv.type().stringValue();
+        MethodTypeDesc mt = inv.typeSymbol();
+        boolean isStatic = inv.opcode() == Opcode.INVOKESTATIC;
+        int nargs = mt.parameterCount() + (isStatic ? 0 : 1);
+        String what = owner.replace('/', '.') + "." + name;
+        Intrinsics.Intrinsic intrinsic = Intrinsics.find(owner, name, desc);
+        String ret = mt.returnType().descriptorString();
+        if (intrinsic == null) {
+            if (!isStatic) {
+                throw scope.error(i, (inv.opcode() == Opcode.INVOKESPECIAL ? "call of constructor or private method "
+                        : "call of instance method ") + what + desc
+                        + " (kernels can call static methods and the KernelContext, Buf, Numerics and Math intrinsics)");
+            }
+            for (var p : mt.parameterList()) {
+                if (Kind.ofDescriptor(p.descriptorString()) == null) {
+                    throw scope.error(i, "call of " + what + " with a parameter of type "
+                            + javaType(p.descriptorString()) + " (not a kernel type)");
+                }
+            }
+            if (!ret.equals("V") && Kind.ofDescriptor(ret) == null) {
+                throw scope.error(i, "call of " + what + " returning " + javaType(ret) + " (not a kernel type)");
+            }
+        }
+        if (ret.equals("V")) {
+            return in.pop(nargs);
+        }
+        if (intrinsic != null && intrinsic.allocates() != null) {
+            Value len = in.peek(0);
+            if (!len.isConstant()) {
+                throw scope.error(i, "shared array size that is not a compile-time constant (" + intrinsic.javaName()
+                        + " needs a constant length: shared memory is static)");
+            }
+            if (len.intConstant() < 0) {
+                throw scope.error(i, "negative shared array size " + len.intConstant());
+            }
+            SharedArray a = allocations.computeIfAbsent(i, k -> new SharedArray(intrinsic.allocates(),
+                    len.intConstant(), intrinsic.javaName() + "(" + len.intConstant() + ") at " + code.where(k)));
+            return in.popPush(nargs, Value.array(a));
+        }
+        return in.popPush(nargs, Value.of(Kind.ofDescriptor(ret)));
+    }
+}

@@ -1,0 +1,32 @@
+package org.moecomm.kernels.ptx;
+
+import java.util.Objects;
+import org.moecomm.kernels.api.Kernel;
+
+/**
+ * A compiled kernel: a PTX module holding one {@code .visible .entry} named {@code entryName}.
+ *
+ * <p>The entry's parameters follow the Java kernel's parameters after its
+ * {@link org.moecomm.kernels.api.KernelContext}, in declaration order: a
+ * {@link org.moecomm.kernels.api.Buf} is a {@code .param .u64} global device address, an
+ * {@code int} a {@code .param .u32}, a {@code long} a {@code .param .u64}, a {@code float} a
+ * {@code .param .f32}. Launch it on a grid of {@code blocksX x blocksY} blocks of
+ * {@code threads x 1 x 1} threads; its shared memory is static (no dynamic shared memory).
+ *
+ * @param kernel    the Java kernel it was compiled from
+ * @param entryName the PTX name of the entry function (a valid PTX identifier derived from the
+ *                  kernel's class and method names)
+ * @param ptx       the PTX module text
+ */
+public record PtxKernel(Kernel kernel, String entryName, String ptx) {
+    public PtxKernel {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(entryName, "entryName");
+        Objects.requireNonNull(ptx, "ptx");
+    }
+
+    @Override
+    public String toString() {
+        return "PtxKernel[" + kernel + " -> " + entryName + ", " + ptx.length() + " chars]";
+    }
+}

@@ -1,0 +1,470 @@
+package org.moecomm.kernels.ptx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.Numerics;
+
+/**
+ * One test per supported construct: the emitted PTX has the expected instructions, and
+ * {@code ptxas -arch=sm_90a} accepts it. The kernels are the static methods below.
+ */
+class SupportedConstructsTest {
+    @TempDir
+    Path tmp;
+
+    /** Compiles {@code name} (a kernel of this class), assembles it, and returns the PTX. */
+    private String ptx(String name) throws Exception {
+        PtxKernel k = PtxCompiler.hopper().compile(new Kernel(SupportedConstructsTest.class, name));
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+        assertTrue(r.ok(), () -> "ptxas rejected " + name + ":\n" + r.output() + "\n" + TestKernelSuiteTest.numbered(k.ptx()));
+        return k.ptx();
+    }
+
+    private static void has(String ptx, String... fragments) {
+        for (String f : fragments) {
+            assertTrue(ptx.contains(f), () -> "PTX lacks '" + f + "':\n" + TestKernelSuiteTest.numbered(ptx));
+        }
+    }
+
+    private static void matches(String ptx, String regex) {
+        assertTrue(Pattern.compile(regex, Pattern.MULTILINE).matcher(ptx).find(),
+                () -> "PTX does not match /" + regex + "/:\n" + TestKernelSuiteTest.numbered(ptx));
+    }
+
+    // ---- module structure and ABI ----
+
+    static void abi(KernelContext ctx, Buf b, int i, long l, float f) {
+        b.setLong(0, i + l + (long) f);
+    }
+
+    @Test
+    void moduleHeaderAndParameters() throws Exception {
+        String p = ptx("abi");
+        has(p, ".version 8.0\n", ".target sm_90a\n", ".address_size 64\n",
+                ".visible .entry SupportedConstructsTest_abi(",
+                ".param .u64 SupportedConstructsTest_abi_param_0,",
+                ".param .u32 SupportedConstructsTest_abi_param_1,",
+                ".param .u64 SupportedConstructsTest_abi_param_2,",
+                ".param .f32 SupportedConstructsTest_abi_param_3\n)",
+                "cvta.to.global.u64", ".file\t1 \"SupportedConstructsTest.java\"", ".loc\t1 ", "ret;");
+    }
+
+    // ---- int, long, float, double arithmetic ----
+
+    static void intArith(KernelContext ctx, Buf b, int x, int y) {
+        b.setInt(0, x + y);
+        b.setInt(1, x - y);
+        b.setInt(2, x * y);
+        b.setInt(3, x / y);
+        b.setInt(4, x % y);
+        b.setInt(5, -x);
+        b.setInt(6, (x & y) | (x ^ y));
+    }
+
+    @Test
+    void intArithmetic() throws Exception {
+        String p = ptx("intArith");
+        has(p, "add.s32", "sub.s32", "mul.lo.s32", "div.s32", "rem.s32", "neg.s32", "and.b32", "or.b32", "xor.b32");
+        matches(p, "setp\\.eq\\.s32 %tp\\d+, %iS\\d+, -1;");  // MIN_VALUE / -1 handled as on the JVM
+    }
+
+    static void longArith(KernelContext ctx, Buf b, long x, long y) {
+        b.setLong(0, x + y);
+        b.setLong(1, x - y);
+        b.setLong(2, x * y);
+        b.setLong(3, x / y);
+        b.setLong(4, x % y);
+        b.setLong(5, -x);
+        b.setLong(6, (x & y) | (x ^ y));
+    }
+
+    @Test
+    void longArithmetic() throws Exception {
+        has(ptx("longArith"), "add.s64", "sub.s64", "mul.lo.s64", "div.s64", "rem.s64", "neg.s64", "and.b64", "or.b64", "xor.b64");
+    }
+
+    static void floatArith(KernelContext ctx, Buf b, float x, float y) {
+        b.setFloat(0, x * y + x);
+        b.setFloat(1, x - y);
+        b.setFloat(2, x / y);
+        b.setFloat(3, -x);
+        b.setFloat(4, Math.fma(x, y, x));
+    }
+
+    @Test
+    void floatArithmeticRoundsToNearestWithoutContraction() throws Exception {
+        String p = ptx("floatArith");
+        has(p, "mul.rn.f32", "add.rn.f32", "sub.rn.f32", "div.rn.f32", "fma.rn.f32", "xor.b32");
+        assertEquals(1, p.split("fma\\.").length - 1, "only the explicit Math.fma may be an fma");
+    }
+
+    static void doubleArith(KernelContext ctx, Buf b, float x, float y) {
+        double a = x;
+        double c = y;
+        b.setDouble(0, a * c + a);
+        b.setDouble(1, a - c);
+        b.setDouble(2, a / c);
+        b.setDouble(3, -a);
+        b.setDouble(4, Math.sqrt(a));
+        b.setDouble(5, Math.fma(a, c, a));
+    }
+
+    @Test
+    void doubleArithmetic() throws Exception {
+        has(ptx("doubleArith"), "mul.rn.f64", "add.rn.f64", "sub.rn.f64", "div.rn.f64", "sqrt.rn.f64", "fma.rn.f64",
+                "cvt.f64.f32", "xor.b64");
+    }
+
+    static void shifts(KernelContext ctx, Buf b, int x, int s, long l) {
+        b.setInt(0, x << s);
+        b.setInt(1, x >> s);
+        b.setInt(2, x >>> s);
+        b.setInt(3, x << 35);
+        b.setLong(4, l << s);
+        b.setLong(5, l >> s);
+        b.setLong(6, l >>> 65);
+    }
+
+    @Test
+    void shiftCountsAreMaskedAsInJava() throws Exception {
+        String p = ptx("shifts");
+        matches(p, "and\\.b32 %tr\\d+, %iS\\d+, 31;");
+        matches(p, "and\\.b32 %tr\\d+, %iS\\d+, 63;");
+        has(p, "shl.b32", "shr.s32", "shr.u32", "shl.b64", "shr.s64");
+        matches(p, "shl\\.b32 %iS\\d+, %iS\\d+, 3;");   // 35 & 31
+        matches(p, "shr\\.u64 %lS\\d+, %lS\\d+, 1;");   // 65 & 63
+    }
+
+    // ---- comparisons and branches ----
+
+    static void floatCompare(KernelContext ctx, Buf b, float x, float y) {
+        int r = 0;
+        if (x < y) {
+            r |= 1;
+        }
+        if (x > y) {
+            r |= 2;
+        }
+        if (x == y) {
+            r |= 4;
+        }
+        if (x != y) {
+            r |= 8;
+        }
+        b.setInt(0, r);
+    }
+
+    @Test
+    void floatComparisonsKeepJavaNaNSemantics() throws Exception {
+        String p = ptx("floatCompare");
+        // javac: x < y is fcmpg + ifge (skip when x >= y or NaN), x > y is fcmpl + ifle
+        has(p, "setp.geu.f32", "setp.leu.f32", "setp.neu.f32", "setp.eq.f32");
+    }
+
+    static void longCompare(KernelContext ctx, Buf b, long x, long y, float f, float g) {
+        double d = f;
+        double e = g;
+        b.setInt(0, x < y ? 1 : x == y ? 2 : 3);
+        b.setInt(1, d <= e ? 1 : 0);
+    }
+
+    @Test
+    void longAndDoubleComparisons() throws Exception {
+        String p = ptx("longCompare");
+        has(p, "setp.ge.s64", "setp.ne.s64", "setp.gtu.f64");
+    }
+
+    static void loops(KernelContext ctx, Buf b, int n) {
+        int acc = 0;
+        for (int i = 0; i < n; i++) {
+            for (int j = i; j < n; j += 2) {
+                if (j == 7) {
+                    continue;
+                }
+                acc += j;
+            }
+            if (acc > 1000) {
+                break;
+            }
+        }
+        b.setInt(0, acc);
+    }
+
+    @Test
+    void loopsBecomeLabelsAndBranches() throws Exception {
+        String p = ptx("loops");
+        matches(p, "^\\$L0_\\d+:$");
+        matches(p, "@%tp\\d+ bra \\$L0_\\d+;");
+        matches(p, "^\\tbra \\$L0_\\d+;");
+        has(p, "add.s32 %iL");   // iinc
+    }
+
+    static void switches(KernelContext ctx, Buf b, int v) {
+        int r = switch (v) {
+            case 1 -> 10;
+            case 2 -> 20;
+            case 3 -> 30;
+            case 1000 -> 40;
+            default -> 0;
+        };
+        b.setInt(0, r);
+    }
+
+    @Test
+    void switchesBecomeCompareChains() throws Exception {
+        String p = ptx("switches");
+        matches(p, "setp\\.eq\\.s32 %tp\\d+, %iS\\d+, 1000;");
+    }
+
+    static void earlyReturn(KernelContext ctx, Buf b, int n) {
+        if (ctx.globalIdx() >= n) {
+            return;
+        }
+        b.setInt(ctx.globalIdx(), 1);
+    }
+
+    @Test
+    void earlyReturnIsRet() throws Exception {
+        String p = ptx("earlyReturn");
+        assertEquals(2, p.split("\tret;").length - 1, p);
+    }
+
+    // ---- conversions ----
+
+    static void conversions(KernelContext ctx, Buf b, int i, long l, float f) {
+        double d = f;
+        b.setLong(0, i);
+        b.setInt(1, (int) l);
+        b.setFloat(2, i);
+        b.setFloat(3, l);
+        b.setInt(4, (int) f);
+        b.setLong(5, (long) f);
+        b.setInt(6, (int) d);
+        b.setLong(7, (long) d);
+        b.setFloat(8, (float) d);
+        b.setDouble(9, l);
+        b.setDouble(10, i);
+        b.setInt(11, (byte) i + (short) i + (char) i);
+    }
+
+    @Test
+    void conversionsSaturateAndMapNaNToZero() throws Exception {
+        String p = ptx("conversions");
+        has(p, "cvt.s64.s32", "cvt.u32.u64", "cvt.rn.f32.s32", "cvt.rn.f32.s64", "cvt.rzi.s32.f32", "cvt.rzi.s64.f32",
+                "cvt.rzi.s32.f64", "cvt.rzi.s64.f64", "cvt.rn.f32.f64", "cvt.rn.f64.s64", "cvt.rn.f64.s32", "cvt.f64.f32",
+                "setp.nan.f32", "setp.nan.f64", "bfe.s32", "and.b32");
+        matches(p, "bfe\\.s32 %iS\\d+, %iS\\d+, 0, 8;");
+        matches(p, "bfe\\.s32 %iS\\d+, %iS\\d+, 0, 16;");
+        matches(p, "and\\.b32 %iS\\d+, %iS\\d+, 65535;");
+        matches(p, "selp\\.b32 %iS\\d+, 0, %tr\\d+, %tp\\d+;");
+    }
+
+    // ---- constants ----
+
+    static final long BIG = 0x1234_5678_9ABC_DEF0L;
+
+    static void constants(KernelContext ctx, Buf b) {
+        b.setInt(0, -1);
+        b.setInt(1, 100);
+        b.setInt(2, 1000);
+        b.setInt(3, 100_000);
+        b.setLong(4, BIG);
+        b.setLong(5, Long.MIN_VALUE);
+        b.setFloat(6, 1.5f);
+        b.setDouble(7, 0.1);
+        b.setInt(8, Integer.MIN_VALUE);
+        b.setInt(9, KernelContext.WARP_SIZE);
+    }
+
+    @Test
+    void constantsOfEveryType() throws Exception {
+        String p = ptx("constants");
+        has(p, "mov.b32 %iS2, -1;", "100000;", "1311768467463790320;", "-9223372036854775808;", "0f3FC00000;",
+                "0d3FB999999999999A;", "-2147483648;", "mov.b32 %iS2, 32;");
+    }
+
+    // ---- inlining ----
+
+    static void inlining(KernelContext ctx, Buf b, int x) {
+        b.setInt(0, twice(x) + square(twice(x)));
+        b.setLong(1, widen(ctx, x));
+    }
+
+    private static int twice(int v) {
+        return v + v;
+    }
+
+    private static int square(int v) {
+        if (v < 0) {
+            return v * -v;
+        }
+        return v * v;
+    }
+
+    private static long widen(KernelContext ctx, int v) {
+        return (long) v << ctx.localIdx();
+    }
+
+    @Test
+    void staticCallsAreInlined() throws Exception {
+        String p = ptx("inlining");
+        has(p, "// inlined org.moecomm.kernels.ptx.SupportedConstructsTest.twice(I)I",
+                "// inlined org.moecomm.kernels.ptx.SupportedConstructsTest.square(I)I", "$R1:", "$R2:", "$R3:", "$R4:");
+        assertFalse(p.contains("call"), "no calls remain");
+        matches(p, "%iL0_1");   // the callee's locals are its own registers
+    }
+
+    // ---- KernelContext ----
+
+    static void context(KernelContext ctx, Buf b) {
+        int[] s = ctx.allocateIntLocalArray(256);
+        float[] f = ctx.allocateFloatLocalArray(64);
+        long[] l = ctx.allocateLongLocalArray(32);
+        s[ctx.localIdx()] = ctx.globalIdx() + ctx.groupIdy() + ctx.numGroupsX() + ctx.numGroupsY() + ctx.globalGroupSizeX();
+        f[ctx.localIdx() & 63] = 1f;
+        l[ctx.localIdx() & 31] = s.length;
+        ctx.localBarrier();
+        int old = ctx.atomicAdd(s, 0, 1) + ctx.atomicAdd(b, 1, 2) + ctx.atomicCas(b, 2, 3, 4);
+        ctx.globalFence();
+        b.setInt(3, old + (int) f[0] + (int) l[0]);
+    }
+
+    @Test
+    void contextIntrinsics() throws Exception {
+        String p = ptx("context");
+        has(p, "%tid.x", "%ctaid.x", "%ctaid.y", "%ntid.x", "%nctaid.x", "%nctaid.y", "bar.sync 0;", "fence.sc.gpu;",
+                "atom.shared.add.u32", "atom.global.add.u32", "atom.global.cas.b32",
+                ".shared .align 16 .b32 SupportedConstructsTest_context_smem0[256];",
+                ".shared .align 16 .f32 SupportedConstructsTest_context_smem1[64];",
+                ".shared .align 16 .b64 SupportedConstructsTest_context_smem2[32];",
+                "mov.u32 %sS0, SupportedConstructsTest_context_smem0;",
+                "st.shared.u32", "st.shared.f32", "st.shared.u64", "ld.shared.f32", "ld.shared.u64", "mov.b64 %lS", ", 256;");
+    }
+
+    static void sharedViaHelper(KernelContext ctx, Buf b) {
+        int[] a = ctx.allocateIntLocalArray(128);
+        fill(a, ctx.localIdx());
+        ctx.localBarrier();
+        b.setInt(ctx.localIdx(), a[127 - ctx.localIdx()] + length(a));
+    }
+
+    private static void fill(int[] a, int i) {
+        a[i] = i * 3;
+    }
+
+    private static int length(int[] a) {
+        return a.length;
+    }
+
+    @Test
+    void sharedArraysPassToHelpers() throws Exception {
+        String p = ptx("sharedViaHelper");
+        has(p, "SupportedConstructsTest_sharedViaHelper_smem0[128]", "mov.b32 %iS0_2, 128;");
+    }
+
+    static void valueOfAssignment(KernelContext ctx, Buf b) {
+        long[] l = ctx.allocateLongLocalArray(4);
+        int[] s = ctx.allocateIntLocalArray(4);
+        long x = l[1] = 5L;   // dup2_x2
+        int y = s[2] = 7;     // dup_x2
+        s[ctx.localIdx() & 3] += y;   // dup2
+        b.setLong(0, x + y);
+    }
+
+    @Test
+    void stackShuffles() throws Exception {
+        ptx("valueOfAssignment");
+    }
+
+    // ---- Buf ----
+
+    static void bufAccess(KernelContext ctx, Buf dst, Buf src, long i) {
+        dst.setByte(i, src.getByte(i));
+        dst.setShort(i, src.getShort(i));
+        dst.setInt(i, src.getInt(i));
+        dst.setLong(i, src.getLong(i));
+        dst.setFloat(i, src.getFloat(i));
+        dst.setDouble(i, src.getDouble(i));
+        dst.copy16(i, src, i + 1);
+        dst.slice(64, 64).setInt(0, 1);
+    }
+
+    @Test
+    void bufAccessorsAreGlobalLoadsAndStores() throws Exception {
+        String p = ptx("bufAccess");
+        has(p, "ld.global.s8", "st.global.u8", "ld.global.s16", "st.global.u16", "ld.global.u32", "st.global.u32",
+                "ld.global.u64", "st.global.u64", "ld.global.f32", "st.global.f32", "ld.global.f64", "st.global.f64",
+                "ld.global.v4.u32 {", "st.global.v4.u32 [", ", 1;", ", 2;", ", 3;", ", 4;");
+        matches(p, "shl\\.b64 %trd\\d+, %lS\\d+, 4;");
+    }
+
+    // ---- Numerics, Math, Float ----
+
+    static void numerics(KernelContext ctx, Buf b, float f) {
+        b.setShort(0, Numerics.floatToBf16(f));
+        b.setShort(1, Numerics.floatToFp16(f));
+        b.setByte(4, Numerics.floatToFp8e4m3(f));
+        b.setFloat(2, Numerics.bf16ToFloat(b.getShort(0)) + Numerics.fp16ToFloat(b.getShort(1))
+                + Numerics.fp8e4m3ToFloat(b.getByte(4)));
+    }
+
+    @Test
+    void narrowFloatConversions() throws Exception {
+        String p = ptx("numerics");
+        has(p, "cvt.rn.bf16.f32", "cvt.rn.f16.f32", "cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.f16x2.e4m3x2",
+                "cvt.f32.f16", "cvt.s32.s16", "shl.b32 %tr");
+    }
+
+    static void math(KernelContext ctx, Buf b, int i, long l, float f) {
+        b.setInt(0, Math.min(i, 3) + Math.max(i, -3) + Math.abs(i));
+        b.setLong(1, Math.min(l, 3L) + Math.max(l, -3L) + Math.abs(l));
+        b.setFloat(2, Math.min(f, 1f) + Math.max(f, -1f) + Math.abs(f));
+        b.setInt(3, Float.floatToRawIntBits(f) + Float.floatToIntBits(f) + (Float.isNaN(f) ? 1 : 0));
+        b.setFloat(4, Float.intBitsToFloat(i));
+        b.setInt(5, Integer.bitCount(i) + Integer.numberOfLeadingZeros(i) + Long.numberOfTrailingZeros(l));
+    }
+
+    @Test
+    void mathIntrinsics() throws Exception {
+        String p = ptx("math");
+        has(p, "min.s32", "max.s32", "min.s64", "max.s64", "setp.nan.f32", "and.b32 %tr", ", 2147483647;",
+                "testp.notanumber.f32", "popc.b32", "clz.b32", "brev.b64", "clz.b64");
+    }
+
+    // ---- assert ----
+
+    static void withAssert(KernelContext ctx, Buf b, int n) {
+        assert n > 0 : "n must be positive";
+        b.setInt(0, n);
+    }
+
+    @Test
+    void assertionsCompileAway() throws Exception {
+        String p = ptx("withAssert");
+        assertFalse(p.contains("AssertionError"));
+    }
+
+    // ---- entry names ----
+
+    static final class Nested {
+        static void k(KernelContext ctx) {
+        }
+    }
+
+    @Test
+    void entryNamesAreValidIdentifiers() throws Exception {
+        assertEquals("SupportedConstructsTest_Nested_k", PtxCompiler.entryName(new Kernel(Nested.class, "k")));
+        PtxKernel k = PtxCompiler.hopper().compile(new Kernel(Nested.class, "k"));
+        assertTrue(k.ptx().contains(".visible .entry SupportedConstructsTest_Nested_k()"), k.ptx());
+        assertTrue(Ptxas.assemble(k.ptx(), "sm_90a", tmp, "nested").ok());
+    }
+}

@@ -1,0 +1,217 @@
+package org.moecomm.kernels.testkernels;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelContext;
+
+/**
+ * Compiler test kernels: the arithmetic of each primitive type, written to be compared bit for
+ * bit between the CPU runner and the GPU. Each kernel is elementwise: thread {@code i < n} reads
+ * element {@code i} of the inputs and writes {@code *_RESULTS} results to
+ * {@code out[i * *_RESULTS ...]}; any 1-D grid with at least {@code n} threads works.
+ *
+ * <p>Float and double results are stored as values; compare them bitwise, except that any two
+ * NaNs are equal (the GPU makes the canonical NaN where the JVM keeps an operand's payload).
+ * Integer division by zero is undefined on the GPU: the kernels divide by {@code y} only where
+ * {@code y != 0}.
+ */
+public final class ArithmeticKernels {
+    /** ints written per element by {@link #intOps}. */
+    public static final int INT_RESULTS = 24;
+    /** longs written per element by {@link #longOps}. */
+    public static final int LONG_RESULTS = 22;
+    /** floats written per element by {@link #floatOps}. */
+    public static final int FLOAT_RESULTS = 20;
+    /** doubles written per element by {@link #doubleOps}. */
+    public static final int DOUBLE_RESULTS = 16;
+
+    private ArithmeticKernels() {
+    }
+
+    /**
+     * Int arithmetic, shifts (counts masked to 5 bits), bit operations, comparisons,
+     * {@code Math} min/max/abs, narrowing ({@code i2b, i2s, i2c}) and bit counts.
+     * Args: {@code a, b} int[n]; {@code out} int[n * INT_RESULTS]; {@code n}. Grid: >= n threads.
+     * Include {@code Integer.MIN_VALUE} and {@code -1} among the inputs: {@code MIN / -1} must
+     * give {@code MIN} and {@code MIN % -1} zero, as on the JVM.
+     */
+    public static void intOps(KernelContext ctx, Buf a, Buf b, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        int x = a.getInt(i);
+        int y = b.getInt(i);
+        long o = (long) i * INT_RESULTS;
+        out.setInt(o, x + y);
+        out.setInt(o + 1, x - y);
+        out.setInt(o + 2, x * y);
+        out.setInt(o + 3, y != 0 ? x / y : 0);
+        out.setInt(o + 4, y != 0 ? x % y : 0);
+        out.setInt(o + 5, x & y);
+        out.setInt(o + 6, x | y);
+        out.setInt(o + 7, x ^ y);
+        out.setInt(o + 8, x << y);
+        out.setInt(o + 9, x >> y);
+        out.setInt(o + 10, x >>> y);
+        out.setInt(o + 11, -x);
+        out.setInt(o + 12, ~x);
+        out.setInt(o + 13, x < y ? 1 : 0);
+        out.setInt(o + 14, (x <= y ? 1 : 0) | (x == y ? 2 : 0) | (x != y ? 4 : 0) | (x > y ? 8 : 0) | (x >= y ? 16 : 0));
+        out.setInt(o + 15, Math.min(x, y));
+        out.setInt(o + 16, Math.max(x, y));
+        out.setInt(o + 17, Math.abs(x));
+        out.setInt(o + 18, (byte) x);
+        out.setInt(o + 19, (short) x);
+        out.setInt(o + 20, (char) x);
+        out.setInt(o + 21, Integer.bitCount(x) + 100 * Integer.numberOfLeadingZeros(x) + 10000 * Integer.numberOfTrailingZeros(y));
+        out.setInt(o + 22, (x << 3) + (y >> 35) + (x >>> -1));
+        out.setInt(o + 23, Integer.compare(x, y) + 3 * Integer.signum(y) + Integer.rotateLeft(x, 7));
+    }
+
+    /**
+     * Long arithmetic, shifts (counts masked to 6 bits), comparisons ({@code lcmp}),
+     * {@code Math} min/max/abs and bit counts. Args: {@code a, b} long[n]; {@code out}
+     * long[n * LONG_RESULTS]; {@code n}. Grid: >= n threads. Include {@code Long.MIN_VALUE} and
+     * {@code -1} among the inputs.
+     */
+    public static void longOps(KernelContext ctx, Buf a, Buf b, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        long x = a.getLong(i);
+        long y = b.getLong(i);
+        long o = (long) i * LONG_RESULTS;
+        int s = (int) y;
+        out.setLong(o, x + y);
+        out.setLong(o + 1, x - y);
+        out.setLong(o + 2, x * y);
+        out.setLong(o + 3, y != 0 ? x / y : 0);
+        out.setLong(o + 4, y != 0 ? x % y : 0);
+        out.setLong(o + 5, x & y);
+        out.setLong(o + 6, x | y);
+        out.setLong(o + 7, x ^ y);
+        out.setLong(o + 8, x << s);
+        out.setLong(o + 9, x >> s);
+        out.setLong(o + 10, x >>> s);
+        out.setLong(o + 11, -x);
+        out.setLong(o + 12, ~x);
+        out.setLong(o + 13, x < y ? 1 : 0);
+        out.setLong(o + 14, (x <= y ? 1 : 0) | (x == y ? 2 : 0) | (x != y ? 4 : 0) | (x > y ? 8 : 0) | (x >= y ? 16 : 0));
+        out.setLong(o + 15, Math.min(x, y));
+        out.setLong(o + 16, Math.max(x, y));
+        out.setLong(o + 17, Math.abs(x));
+        out.setLong(o + 18, Long.compare(x, y));
+        out.setLong(o + 19, Long.bitCount(x) + 100L * Long.numberOfLeadingZeros(x) + 10000L * Long.numberOfTrailingZeros(y));
+        out.setLong(o + 20, (x << 40) + (y >> 70) + (x >>> -1));
+        out.setLong(o + 21, x * 0x9E3779B97F4A7C15L + (y ^ (y >>> 29)));
+    }
+
+    /**
+     * Float arithmetic (round to nearest, no contraction into FMA), {@code Math.fma}, negation,
+     * {@code Math} min/max/abs (NaN and signed zeros as on the JVM), {@code Math.sqrt} through
+     * double, comparisons with NaN ({@code fcmpl}/{@code fcmpg}) and {@code Float.compare}.
+     * Args: {@code a, b} float[n]; {@code out} float[n * FLOAT_RESULTS]; {@code n}. Grid: >= n
+     * threads. Include NaN, infinities, signed zeros and subnormals among the inputs.
+     */
+    public static void floatOps(KernelContext ctx, Buf a, Buf b, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        float x = a.getFloat(i);
+        float y = b.getFloat(i);
+        long o = (long) i * FLOAT_RESULTS;
+        out.setFloat(o, x + y);
+        out.setFloat(o + 1, x - y);
+        out.setFloat(o + 2, x * y);
+        out.setFloat(o + 3, x / y);
+        out.setFloat(o + 4, x * y + x);
+        out.setFloat(o + 5, Math.fma(x, y, x));
+        out.setFloat(o + 6, -x);
+        out.setFloat(o + 7, Math.min(x, y));
+        out.setFloat(o + 8, Math.max(x, y));
+        out.setFloat(o + 9, Math.abs(x));
+        out.setFloat(o + 10, (float) Math.sqrt(x));
+        out.setFloat(o + 11, x < y ? 1f : 0f);
+        out.setFloat(o + 12, x > y ? 1f : 0f);
+        out.setFloat(o + 13, x <= y ? 1f : 0f);
+        out.setFloat(o + 14, x >= y ? 1f : 0f);
+        out.setFloat(o + 15, x == y ? 1f : 0f);
+        out.setFloat(o + 16, x != y ? 1f : 0f);
+        out.setFloat(o + 17, Float.compare(x, y));
+        out.setFloat(o + 18, Float.isNaN(x) ? 1f : Float.intBitsToFloat(Float.floatToRawIntBits(x) ^ 0x00400001));
+        out.setFloat(o + 19, (x - y) * (x + y) / 3f);
+    }
+
+    /**
+     * Double arithmetic, {@code Math.fma}, {@code Math.sqrt}, min/max/abs and comparisons with
+     * NaN. Args: {@code a, b} double[n]; {@code out} double[n * DOUBLE_RESULTS]; {@code n}.
+     * Grid: >= n threads.
+     */
+    public static void doubleOps(KernelContext ctx, Buf a, Buf b, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        double x = a.getDouble(i);
+        double y = b.getDouble(i);
+        long o = (long) i * DOUBLE_RESULTS;
+        out.setDouble(o, x + y);
+        out.setDouble(o + 1, x - y);
+        out.setDouble(o + 2, x * y);
+        out.setDouble(o + 3, x / y);
+        out.setDouble(o + 4, Math.fma(x, y, x));
+        out.setDouble(o + 5, -x);
+        out.setDouble(o + 6, Math.min(x, y));
+        out.setDouble(o + 7, Math.max(x, y));
+        out.setDouble(o + 8, Math.abs(x));
+        out.setDouble(o + 9, Math.sqrt(x));
+        out.setDouble(o + 10, x < y ? 1 : 0);
+        out.setDouble(o + 11, x >= y ? 1 : 0);
+        out.setDouble(o + 12, x == y ? 1 : 0);
+        out.setDouble(o + 13, Double.compare(x, y));
+        out.setDouble(o + 14, Double.longBitsToDouble(Double.doubleToRawLongBits(x) & 0x7FF0_0000_0000_0000L));
+        out.setDouble(o + 15, x * y + x * 0.5);
+    }
+
+    /**
+     * Every primitive conversion: {@code i2l i2f i2d l2i l2f l2d f2i f2l f2d d2i d2l d2f i2b i2s
+     * i2c}. Float-to-integer conversions saturate and map NaN to 0, as on the JVM. Args:
+     * {@code ints} int[n], {@code longs} long[n], {@code floats} float[n], {@code doubles}
+     * double[n]; {@code out} long[n * 16] (each result widened to a long; float results as their
+     * raw bits, -1 for NaN, whose payload the GPU does not keep); {@code n}. Grid: >= n threads. Include NaN, infinities and values beyond the int
+     * and long ranges among the float inputs.
+     */
+    public static void conversions(KernelContext ctx, Buf ints, Buf longs, Buf floats, Buf doubles, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        int x = ints.getInt(i);
+        long l = longs.getLong(i);
+        float f = floats.getFloat(i);
+        double d = doubles.getDouble(i);
+        long o = i * 16L;
+        out.setLong(o, x);
+        out.setLong(o + 1, Float.floatToRawIntBits((float) x));
+        out.setLong(o + 2, Double.doubleToRawLongBits(x));
+        out.setLong(o + 3, (int) l);
+        out.setLong(o + 4, Float.floatToRawIntBits((float) l));
+        out.setLong(o + 5, Double.doubleToRawLongBits((double) l));
+        out.setLong(o + 6, (int) f);
+        out.setLong(o + 7, (long) f);
+        out.setLong(o + 8, bitsOrMinusOne(f));
+        out.setLong(o + 9, (int) d);
+        out.setLong(o + 10, (long) d);
+        out.setLong(o + 11, Float.isNaN((float) d) ? -1 : Float.floatToRawIntBits((float) d));
+        out.setLong(o + 12, (byte) x);
+        out.setLong(o + 13, (short) x);
+        out.setLong(o + 14, (char) x);
+        out.setLong(o + 15, (byte) (int) f + (short) (long) d + (char) l);
+    }
+
+    private static long bitsOrMinusOne(double d) {
+        return Double.isNaN(d) ? -1 : Double.doubleToRawLongBits(d);
+    }
+}

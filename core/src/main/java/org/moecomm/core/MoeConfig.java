@@ -124,9 +124,13 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         return new Builder();
     }
 
+    /**
+     * A builder holding this config. Block scales are left to follow the dispatch dtype (they are
+     * fixed by it), so {@code toBuilder().inType(DType.FP8_E4M3).build()} gets scales.
+     */
     public Builder toBuilder() {
         return new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
-                .worldSize(worldSize).groupSize(groupSize).inType(inType).blockScales(blockScales)
+                .worldSize(worldSize).groupSize(groupSize).inType(inType)
                 .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout);
     }
 

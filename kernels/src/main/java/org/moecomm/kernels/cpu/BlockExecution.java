@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ObjIntConsumer;
 
 import org.moecomm.kernels.api.KernelContext;
 
@@ -28,6 +29,13 @@ final class BlockExecution implements Runnable {
 
     private static final Aborted ABORTED = new Aborted();
 
+    /**
+     * Test hook, {@code null} outside tests: called with the block and the arrival count right
+     * after a thread has counted itself in at a barrier, before its exit check, so that a test
+     * can hold a thread in that window (a race there is otherwise rare).
+     */
+    static volatile ObjIntConsumer<BlockExecution> afterArrival;
+
     final KernelLaunch launch;
     final int bx;
     final int by;
@@ -35,7 +43,8 @@ final class BlockExecution implements Runnable {
 
     private final List<Object> localArrays = new ArrayList<>();
     private final AtomicInteger arrived = new AtomicInteger();
-    private final AtomicInteger exited = new AtomicInteger();
+    /** Threads that have finished (package-private for tests). */
+    final AtomicInteger exited = new AtomicInteger();
     private volatile int generation;
     private volatile boolean parallel;
     private volatile Thread[] workers;
@@ -106,7 +115,17 @@ final class BlockExecution implements Runnable {
         }
         int gen = generation;
         int n = arrived.incrementAndGet();
-        if (exited.get() > 0) {
+        ObjIntConsumer<BlockExecution> hook = afterArrival;
+        if (hook != null) {
+            hook.accept(this, n);
+        }
+        // An exit is a broken barrier only while this barrier is still open. Between the
+        // increment above and this check the other threads may complete the barrier, pass it
+        // and return (this thread's carrier was descheduled, say): that is the legal end of a
+        // kernel whose last barrier this is. A thread returns after the barrier completed only
+        // after the generation was advanced, so seeing its exit means seeing the new generation;
+        // then the wait below ends at once.
+        if (exited.get() > 0 && generation == gen) {
             if (launch.failed()) {
                 throw ABORTED;
             }

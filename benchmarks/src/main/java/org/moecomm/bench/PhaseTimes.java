@@ -1,0 +1,41 @@
+package org.moecomm.bench;
+
+import java.util.Arrays;
+
+/** Nanosecond samples of one phase (one per round, the slowest rank's), summarised as median and p90. */
+final class PhaseTimes {
+    private final String name;
+    private final long[] samples;
+    private int count;
+
+    PhaseTimes(String name, int capacity) {
+        this.name = name;
+        this.samples = new long[capacity];
+    }
+
+    String name() {
+        return name;
+    }
+
+    void add(long nanos) {
+        samples[count++] = nanos;
+    }
+
+    double medianMicros() {
+        return percentileMicros(0.5);
+    }
+
+    double p90Micros() {
+        return percentileMicros(0.9);
+    }
+
+    private double percentileMicros(double q) {
+        if (count == 0) {
+            return Double.NaN;
+        }
+        long[] sorted = Arrays.copyOf(samples, count);
+        Arrays.sort(sorted);
+        int i = (int) Math.min(count - 1, Math.round(q * (count - 1)));
+        return sorted[i] / 1e3;
+    }
+}

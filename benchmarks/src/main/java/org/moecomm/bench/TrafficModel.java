@@ -1,0 +1,41 @@
+package org.moecomm.bench;
+
+import java.util.HashSet;
+import java.util.Set;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.reference.RankInputs;
+
+/**
+ * Bytes a round moves, from the routing alone. "Logical" bytes follow BENCHMARKS.md (every
+ * (token, expert) pair counted, as other libraries report); "wire" bytes are what this
+ * protocol puts: one row per (token, destination rank) for dispatch, and each pair's expert
+ * output to every member of the token's group for combine.
+ */
+record TrafficModel(long pairs, long dispatchRows, long logicalDispatchBytes, long logicalCombineBytes,
+                    long wireDispatchBytes, long wireCombineBytes) {
+
+    static TrafficModel of(Workload workload, long rowBytes) {
+        MoeConfig c = workload.config();
+        long pairs = 0;
+        long rows = 0;
+        for (int g = 0; g < c.numGroups(); g++) {
+            RankInputs in = workload.rank(g * c.groupSize());
+            for (int t = 0; t < in.m(); t++) {
+                Set<Integer> destinations = new HashSet<>();
+                for (int k = 0; k < c.topK(); k++) {
+                    int e = in.indices()[t * c.topK() + k];
+                    if (e >= 0) {
+                        pairs++;
+                        destinations.add(c.rankOfExpert(e));
+                    }
+                }
+                rows += destinations.size();
+            }
+        }
+        long tokenBytes = (long) c.hidden() * c.inType().bytes() + 4L * c.scalesPerToken();
+        long yBytes = (long) c.hidden() * c.expertOutType().bytes();
+        return new TrafficModel(pairs, rows, pairs * tokenBytes, pairs * c.hidden() * 2L, rows * rowBytes,
+                pairs * yBytes * c.groupSize());
+    }
+}

@@ -1,0 +1,32 @@
+package org.moecomm.core.check;
+
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.MoeAllToAll;
+
+/**
+ * One full round on one rank, checked against the reference: poison the outputs, upload the
+ * rank's inputs, dispatch, check, play the experts, combine, check. Collective: every rank of
+ * the world runs it with the same workload.
+ */
+public final class CheckedRound {
+    private CheckedRound() {
+    }
+
+    /**
+     * @param countInBuffer pass m as {@link org.moecomm.core.TokenCount#inBuffer} instead of a Java int
+     * @return the dispatch and combine reports of this rank
+     */
+    public static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer) {
+        MoeAllToAll h = buffers.handle();
+        int rank = h.rank();
+        buffers.poisonOutputs();
+        DispatchInput in = buffers.upload(workload.rank(rank), countInBuffer);
+        h.dispatch(in, buffers.dispatchOutput());
+        ResultCheck.Report d = ResultCheck.dispatch(workload.reference(), rank, h.memory(), buffers.dispatchOutput());
+        buffers.runExperts();
+        h.combine(buffers.combineInput(), buffers.out());
+        ResultCheck.Report c = ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
+                buffers.out());
+        return d.and(c);
+    }
+}

@@ -1,0 +1,197 @@
+package org.moecomm.core.check;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.moecomm.core.CombineInput;
+import org.moecomm.core.DType;
+import org.moecomm.core.DeviceMemory;
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.DispatchOutput;
+import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.Tensor;
+import org.moecomm.core.TokenCount;
+import org.moecomm.core.reference.RankInputs;
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * One rank's device tensors for rounds on a handle, allocated once at full size through the
+ * handle's memory: inputs {@code x [M][H]}, {@code xScale [M][S]}, {@code indices [M][K]},
+ * {@code weights [M][K]}, a count buffer; dispatch outputs; {@code expertY}; {@code out [M][H]}.
+ * Used by tests, the demo and the benchmarks.
+ */
+public final class RankBuffers {
+    /** Byte every output is filled with before a checked round: NaN in every float format, -1 as int32. */
+    public static final byte POISON = (byte) 0xFF;
+    /** Byte input rows beyond m are filled with: ids 0x7F7F7F7F are out of range, so reading them fails loudly. */
+    public static final byte INPUT_PADDING = (byte) 0x7F;
+
+    private final MoeAllToAll handle;
+    private final MoeConfig config;
+    private final DeviceMemory memory;
+    private final Tensor x;
+    private final Tensor xScale;
+    private final Tensor indices;
+    private final Tensor weights;
+    private final Buf countBuf;
+    private final DispatchOutput dispatchOut;
+    private final Tensor expertY;
+    private final Tensor out;
+
+    private RankBuffers(MoeAllToAll handle) {
+        this.handle = handle;
+        this.config = handle.config();
+        this.memory = handle.memory();
+        MoeConfig c = config;
+        int mMax = c.maxTokensPerRank();
+        int l = c.expertsPerRank();
+        int cap = c.expertCapacity();
+        x = memory.allocate(c.inType(), mMax, c.hidden());
+        xScale = c.blockScales() ? memory.allocate(DType.FP32, mMax, c.scalesPerToken()) : null;
+        indices = memory.allocate(DType.INT32, mMax, c.topK());
+        weights = memory.allocate(DType.FP32, mMax, c.topK());
+        countBuf = memory.allocate(16);
+        dispatchOut = new DispatchOutput(memory.allocate(DType.INT32, l), memory.allocate(c.inType(), l, cap, c.hidden()),
+                c.blockScales() ? memory.allocate(DType.FP32, l, cap, c.scalesPerToken()) : null);
+        expertY = memory.allocate(c.expertOutType(), l, cap, c.hidden());
+        out = memory.allocate(c.outType(), mMax, c.hidden());
+    }
+
+    public static RankBuffers allocate(MoeAllToAll handle) {
+        return new RankBuffers(handle);
+    }
+
+    public MoeAllToAll handle() {
+        return handle;
+    }
+
+    /**
+     * Copies a rank's inputs into the input tensors (rows beyond m padded with
+     * {@link #INPUT_PADDING}) and returns the dispatch input; the count is a Java int or, with
+     * {@code countInBuffer}, element 1 of a small device buffer.
+     */
+    public DispatchInput upload(RankInputs in, boolean countInBuffer) {
+        memory.fill(x.buf(), INPUT_PADDING);
+        memory.fill(indices.buf(), INPUT_PADDING);
+        memory.fill(weights.buf(), INPUT_PADDING);
+        try (Arena arena = Arena.ofConfined()) {
+            copy(arena, MemorySegment.ofArray(in.x()), x.buf());
+            copy(arena, MemorySegment.ofArray(in.indices()), indices.buf());
+            copy(arena, MemorySegment.ofArray(in.weights()), weights.buf());
+            if (xScale != null) {
+                memory.fill(xScale.buf(), INPUT_PADDING);
+                copy(arena, MemorySegment.ofArray(in.xScale()), xScale.buf());
+            }
+            TokenCount count;
+            if (countInBuffer) {
+                MemorySegment c = arena.allocate(16, 4);
+                c.setAtIndex(ValueLayout.JAVA_INT, 0, -7);
+                c.setAtIndex(ValueLayout.JAVA_INT, 1, in.m());
+                c.setAtIndex(ValueLayout.JAVA_INT, 2, -7);
+                memory.copyFromHost(c, countBuf, 0);
+                count = TokenCount.inBuffer(countBuf, 1);
+            } else {
+                count = TokenCount.of(in.m());
+            }
+            return new DispatchInput(x, xScale, indices, count);
+        }
+    }
+
+    /** Heap arrays are copied through native memory (a GPU backend's copies need native memory). */
+    private void copy(Arena arena, MemorySegment heap, Buf dst) {
+        if (heap.byteSize() == 0) {
+            return;
+        }
+        MemorySegment n = arena.allocate(heap.byteSize(), 16);
+        n.copyFrom(heap);
+        memory.copyFromHost(n, dst, 0);
+    }
+
+    /** Fills every output (dispatch outputs, expertY, out) with {@link #POISON}. */
+    public void poisonOutputs() {
+        memory.fill(dispatchOut.expertNumTokens().buf(), POISON);
+        memory.fill(dispatchOut.expertX().buf(), POISON);
+        if (dispatchOut.expertXScale() != null) {
+            memory.fill(dispatchOut.expertXScale().buf(), POISON);
+        }
+        memory.fill(expertY.buf(), POISON);
+        memory.fill(out.buf(), POISON);
+    }
+
+    /**
+     * Plays the experts: applies {@link Workload#fakeExpert} to every dispatched row of this rank
+     * (read back from the dispatch outputs) and writes the results, in the same row order, into
+     * {@code expertY}. Rows beyond each expert's count are left as they are; an expert whose
+     * count is out of range (a broken dispatch) is skipped.
+     */
+    public void runExperts() {
+        MoeConfig c = config;
+        int l = c.expertsPerRank();
+        int h = c.hidden();
+        int xb = h * c.inType().bytes();
+        int yb = h * c.expertOutType().bytes();
+        int s = c.scalesPerToken();
+        long cap = c.expertCapacity();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment counts = arena.allocate(4L * l, 4);
+            memory.copyToHost(dispatchOut.expertNumTokens().buf(), 0, counts);
+            for (int i = 0; i < l; i++) {
+                int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
+                if (n <= 0 || n > cap) {
+                    // nothing valid to play; a wrong count is reported by ResultCheck, and the round
+                    // must still go on so that the other ranks do not wait for this one
+                    continue;
+                }
+                MemorySegment rows = arena.allocate((long) n * xb, 16);
+                memory.copyToHost(dispatchOut.expertX().buf(), i * cap * xb, rows);
+                MemorySegment sc = arena.allocate(Math.max(4, 4L * n * s), 4);
+                if (s > 0) {
+                    memory.copyToHost(dispatchOut.expertXScale().buf(), i * cap * s * 4, sc.asSlice(0, 4L * n * s));
+                }
+                MemorySegment ys = arena.allocate((long) n * yb, 16);
+                int expert = handle.rank() * l + i;
+                for (int r = 0; r < n; r++) {
+                    byte[] token = rows.asSlice((long) r * xb, xb).toArray(ValueLayout.JAVA_BYTE);
+                    float[] scales = s > 0 ? sc.asSlice(4L * r * s, 4L * s).toArray(ValueLayout.JAVA_FLOAT) : new float[0];
+                    byte[] y = Workload.fakeExpert(c, expert, token, scales);
+                    MemorySegment.copy(MemorySegment.ofArray(y), 0, ys, (long) r * yb, yb);
+                }
+                memory.copyFromHost(ys, expertY.buf(), i * cap * yb);
+            }
+        }
+    }
+
+    public Tensor x() {
+        return x;
+    }
+
+    /** Null without block scales. */
+    public Tensor xScale() {
+        return xScale;
+    }
+
+    public Tensor indices() {
+        return indices;
+    }
+
+    public Tensor weights() {
+        return weights;
+    }
+
+    public DispatchOutput dispatchOutput() {
+        return dispatchOut;
+    }
+
+    public Tensor expertY() {
+        return expertY;
+    }
+
+    public Tensor out() {
+        return out;
+    }
+
+    public CombineInput combineInput() {
+        return new CombineInput(expertY, weights);
+    }
+}

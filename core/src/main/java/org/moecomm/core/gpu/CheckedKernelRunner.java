@@ -1,0 +1,47 @@
+package org.moecomm.core.gpu;
+
+import java.util.Objects;
+import org.moecomm.bridge.cuda.GpuKernelRunner;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.api.KernelRunner;
+import org.moecomm.kernels.ptx.PtxCompiler;
+
+/**
+ * The handle's kernel runner: the CUDA binding's {@link GpuKernelRunner} on the handle's stream,
+ * reporting a failure the bridge's kernels recorded before each launch and at
+ * {@link #synchronize()}.
+ *
+ * <p>The runner's check that every buffer argument lies in one CUDA allocation costs two driver
+ * queries per buffer and launch; it is off unless {@code -Dmoecomm.gpu.checkPointers=true}.
+ */
+final class CheckedKernelRunner implements KernelRunner {
+    private final GpuExecution exec;
+    private final GpuKernelRunner runner;
+
+    CheckedKernelRunner(GpuExecution exec) {
+        this.exec = Objects.requireNonNull(exec, "exec");
+        this.runner = new GpuKernelRunner(exec.context(), exec.stream(), PtxCompiler::compileCached)
+                .checkPointers(Boolean.getBoolean("moecomm.gpu.checkPointers"));
+    }
+
+    GpuKernelRunner delegate() {
+        return runner;
+    }
+
+    @Override
+    public void launch(Kernel kernel, Grid grid, Object... args) {
+        exec.enter();
+        runner.launch(kernel, grid, args);
+    }
+
+    @Override
+    public void synchronize() {
+        exec.synchronize();
+    }
+
+    @Override
+    public void close() {
+        runner.close();
+    }
+}

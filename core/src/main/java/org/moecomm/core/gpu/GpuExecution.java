@@ -1,0 +1,213 @@
+package org.moecomm.core.gpu;
+
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.moecomm.bridge.cuda.CudaContext;
+import org.moecomm.bridge.cuda.CudaException;
+import org.moecomm.bridge.cuda.CudaStream;
+import org.moecomm.bridge.nvshmem.DeviceError;
+import org.moecomm.bridge.nvshmem.ErrorBuffer;
+import org.moecomm.core.MoeCommException;
+import org.moecomm.core.WaitTimeoutException;
+
+/**
+ * What one handle's GPU work shares: the CUDA context, the stream every launch, copy, put and
+ * wait of the handle is enqueued on (so the GPU executes them in issue order), the error buffer
+ * the bridge's kernels report to, and the names of the signals waited for.
+ *
+ * <p>Errors are found without synchronising: {@link #check()} reads the host-mapped error record
+ * (a few nanoseconds) and throws; every transport call, launch and synchronising copy calls it.
+ * The first failure is sticky: after it, every check throws again (the handle is unusable).
+ */
+final class GpuExecution implements AutoCloseable {
+    private static final int NAME_SLOTS = 1 << 16;
+
+    private final CudaContext context;
+    private final CudaStream stream;
+    private final ErrorBuffer errors;
+    private final int rank;
+    private final long timeoutNanos;
+    private final Runnable onFailure;
+    private final String[] names = new String[NAME_SLOTS];
+    private final int[] nameTags = new int[NAME_SLOTS];
+    private int nextTag = 1;
+    private DeviceError failure;
+    private String failureName;
+    private boolean closed;
+
+    /** {@code onFailure} runs once, when a recorded failure is first seen (the backend then skips collective teardown). */
+    GpuExecution(CudaContext context, CudaStream stream, ErrorBuffer errors, int rank, long timeoutNanos,
+                 Runnable onFailure) {
+        this.context = context;
+        this.stream = stream;
+        this.errors = errors;
+        this.rank = rank;
+        this.timeoutNanos = timeoutNanos;
+        this.onFailure = onFailure;
+    }
+
+    CudaContext context() {
+        return context;
+    }
+
+    CudaStream stream() {
+        return stream;
+    }
+
+    long streamHandle() {
+        return stream.handle();
+    }
+
+    ErrorBuffer errors() {
+        return errors;
+    }
+
+    int rank() {
+        return rank;
+    }
+
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
+    /** Makes the context current on the calling thread and throws a recorded failure, if any. */
+    void enter() {
+        ensureOpen();
+        context.bind();
+        check();
+    }
+
+    /** A tag for the device to report with: remembers what the operation was for error messages. */
+    synchronized int register(String what) {
+        int tag = nextTag;
+        nextTag = nextTag == Integer.MAX_VALUE ? 1 : nextTag + 1;
+        int slot = tag & (NAME_SLOTS - 1);
+        names[slot] = what;
+        nameTags[slot] = tag;
+        return tag;
+    }
+
+    private synchronized String nameOf(int tag) {
+        int slot = tag & (NAME_SLOTS - 1);
+        return nameTags[slot] == tag && names[slot] != null ? names[slot] : "operation #" + tag;
+    }
+
+    /** Throws the failure a bridge kernel recorded, if any. Cheap: one read of host memory. */
+    void check() {
+        if (failure == null) {
+            Optional<DeviceError> e = errors.poll();
+            if (e.isEmpty()) {
+                return;
+            }
+            failure = e.get();
+            failureName = nameOf(failure.tag());
+            if (onFailure != null) {
+                onFailure.run();
+            }
+        }
+        throw toException(failure, failureName);
+    }
+
+    /** The recorded failure as the exception the caller sees, without throwing; empty when none. */
+    Optional<RuntimeException> failure() {
+        try {
+            check();
+            return Optional.empty();
+        } catch (RuntimeException e) {
+            return Optional.of(e);
+        }
+    }
+
+    boolean failed() {
+        return failure().isPresent();
+    }
+
+    /**
+     * Forgets a recorded failure after the stream drained: for a job whose ranks all saw the
+     * failure and agree to go on (tests of the error paths). Returns whether there was one.
+     */
+    boolean clearFailure() {
+        ensureOpen();
+        context.bind();
+        stream.synchronize();
+        boolean had = failure != null; // seen by check(), so onFailure ran
+        errors.clear();
+        failure = null;
+        failureName = null;
+        return had;
+    }
+
+    /** Waits for everything enqueued on the stream, then reports a recorded failure. */
+    void synchronize() {
+        ensureOpen();
+        context.bind();
+        try {
+            stream.synchronize();
+        } catch (CudaException e) {
+            Optional<RuntimeException> recorded = failure();
+            if (recorded.isPresent()) {
+                recorded.get().addSuppressed(e);
+                throw recorded.get();
+            }
+            throw new MoeCommException("rank " + rank + ": GPU work failed: " + e.getMessage(), e);
+        }
+        check();
+    }
+
+    private RuntimeException toException(DeviceError e, String name) {
+        long waitedMs = TimeUnit.NANOSECONDS.toMillis(e.waitedNanos());
+        return switch (e.kind()) {
+            case WAIT_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name, e.expected(), e.seen(), waitedMs);
+            case BARRIER_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name + " (PE " + e.peer()
+                    + " did not arrive)", e.expected(), e.seen(), waitedMs);
+            case PUT_COUNT -> new MoeCommException("rank " + e.rank() + ": " + name + ": the count read on the GPU is "
+                    + e.seen() + " (x " + e.detail() + " bytes), but the destination has room for " + e.expected()
+                    + " bytes; nothing was sent");
+            case UNKNOWN -> new MoeCommException("rank " + e.rank() + ": the NVSHMEM bridge recorded an unknown failure"
+                    + " (" + e + ")");
+        };
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("rank " + rank + ": GPU handle is closed");
+        }
+    }
+
+    /** Waits for the stream (errors ignored: closing) and frees the stream and the error buffer. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException first = null;
+        try {
+            context.bind();
+            stream.synchronize();
+        } catch (RuntimeException e) {
+            first = e;
+        }
+        try {
+            stream.close();
+        } catch (RuntimeException e) {
+            first = add(first, e);
+        }
+        try {
+            errors.close();
+        } catch (RuntimeException e) {
+            first = add(first, e);
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static RuntimeException add(RuntimeException first, RuntimeException e) {
+        if (first == null) {
+            return e;
+        }
+        first.addSuppressed(e);
+        return first;
+    }
+}

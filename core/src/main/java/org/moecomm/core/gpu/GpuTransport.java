@@ -1,0 +1,252 @@
+package org.moecomm.core.gpu;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+import org.moecomm.bridge.nvshmem.Nvshmem;
+import org.moecomm.bridge.nvshmem.NvshmemException;
+import org.moecomm.core.MoeCommException;
+import org.moecomm.core.backend.SymmetricBuffer;
+import org.moecomm.core.backend.Transport;
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * {@link Transport} over NVSHMEM: every operation is a launch of one of the bridge's
+ * single-block kernels on the handle's stream, so puts, signals and waits execute in issue
+ * order with the protocol's kernels and nothing blocks the host.
+ *
+ * <ul>
+ *   <li>{@link #putWithSignal}: the count is read on the GPU from {@code countBuf} when the put
+ *       runs; the signal is set after the data ({@code nvshmemx_putmem_signal_block}); a count
+ *       that is negative or too large for the destination sends nothing and fails the handle
+ *       instead of writing out of bounds;</li>
+ *   <li>{@link #waitAtLeast}: a bounded wait kernel; when it runs out it records the rank, the
+ *       peer, the signal (named by the caller), the expected and the seen value, and returns; the
+ *       next call (or {@link #synchronize()}) throws {@link org.moecomm.core.WaitTimeoutException};</li>
+ *   <li>{@link #barrier}: a bounded barrier kernel over a symmetric word per PE, then a stream
+ *       synchronisation.</li>
+ * </ul>
+ *
+ * <p>Symmetric allocation and {@link #close()} are collective (NVSHMEM's {@code nvshmem_malloc}
+ * and {@code nvshmem_free}); after a failure {@link #close()} skips the collective frees (a peer
+ * may be gone) and leaves the memory to {@code nvshmem_finalize}.
+ */
+public final class GpuTransport implements Transport {
+    private static final Logger LOG = LogManager.getLogger(GpuTransport.class);
+
+    /** Threads of the put kernel's block (system property {@code moecomm.gpu.putThreads}). */
+    static final int PUT_THREADS = Integer.getInteger("moecomm.gpu.putThreads", 1024);
+
+    private final GpuExecution exec;
+    private final SymmetricAccounting accounting;
+    private final int rank;
+    private final int worldSize;
+    private final List<GpuSymmetricBuffer> owned = new ArrayList<>();
+    private final GpuSymmetricBuffer barrierWords;
+    private long barrierEpoch;
+    private boolean closed;
+
+    GpuTransport(GpuExecution exec, SymmetricAccounting accounting) {
+        this.exec = Objects.requireNonNull(exec, "exec");
+        this.accounting = Objects.requireNonNull(accounting, "accounting");
+        exec.enter();
+        this.rank = Nvshmem.myPe();
+        this.worldSize = Nvshmem.nPes();
+        if (rank != exec.rank()) {
+            throw new IllegalStateException("NVSHMEM says this is PE " + rank + " but the handle was made for rank "
+                    + exec.rank());
+        }
+        this.barrierWords = (GpuSymmetricBuffer) allocateSymmetric(8L * worldSize);
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** Collective: {@code nvshmem_malloc}, zeroed, followed by a barrier of all PEs. */
+    @Override
+    public synchronized SymmetricBuffer allocateSymmetric(long bytes) {
+        ensureOpen();
+        if (bytes < 1) {
+            throw new IllegalArgumentException("symmetric allocation of " + bytes + " bytes");
+        }
+        exec.enter();
+        long rounded = (bytes + 255) & ~255L;
+        accounting.reserve(rounded, rank);
+        long address;
+        try {
+            address = Nvshmem.mallocZeroed(rounded, exec.streamHandle());
+        } catch (NvshmemException e) {
+            accounting.release(rounded);
+            if (e.outOfSymmetricMemory()) {
+                throw new MoeCommException(accounting.describeShortage(rounded, rank), e);
+            }
+            throw new MoeCommException("rank " + rank + ": symmetric allocation of " + bytes + " bytes failed: "
+                    + e.getMessage(), e);
+        }
+        GpuSymmetricBuffer b = new GpuSymmetricBuffer(address, rounded);
+        owned.add(b);
+        return b;
+    }
+
+    @Override
+    public void putWithSignal(Buf src, long srcOffset, SymmetricBuffer dst, long dstOffset, Buf countBuf,
+                              long countIndex, long bytesPerCount, SymmetricBuffer signals, int signalIndex,
+                              long signalBase, int peer) {
+        ensureOpen();
+        checkPeer(peer);
+        GpuSymmetricBuffer d = sym(dst);
+        GpuSymmetricBuffer s = sym(signals);
+        if (srcOffset < 0 || srcOffset > src.byteSize() || dstOffset < 0 || dstOffset > d.byteSize()) {
+            throw new IllegalArgumentException("put offsets out of range: src " + srcOffset + " of " + src.byteSize()
+                    + ", dst " + dstOffset + " of " + d.byteSize());
+        }
+        if (countIndex < 0 || (countIndex + 1) * 4 > countBuf.byteSize()) {
+            throw new IllegalArgumentException("count index " + countIndex + " is outside " + countBuf);
+        }
+        if (bytesPerCount < 0) {
+            throw new IllegalArgumentException("bytesPerCount must be >= 0, got " + bytesPerCount);
+        }
+        long sig = signalAddress(s, signalIndex);
+        long maxBytes = Math.min(src.byteSize() - srcOffset, d.byteSize() - dstOffset);
+        exec.enter();
+        int tag = exec.register("put to peer " + peer + " (signal " + signalIndex + ")");
+        call(() -> Nvshmem.putWithSignal(exec.streamHandle(), d.address() + dstOffset, src.address() + srcOffset,
+                countBuf.address() + 4 * countIndex, bytesPerCount, maxBytes, sig, signalBase, peer, PUT_THREADS,
+                exec.errors(), rank, tag), "putWithSignal to peer " + peer);
+    }
+
+    @Override
+    public void signal(SymmetricBuffer signals, int index, long value, SignalOp op, int peer) {
+        ensureOpen();
+        checkPeer(peer);
+        long sig = signalAddress(sym(signals), index);
+        exec.enter();
+        int nativeOp = op == SignalOp.ADD ? Nvshmem.SIGNAL_ADD : Nvshmem.SIGNAL_SET;
+        call(() -> Nvshmem.signal(exec.streamHandle(), sig, value, nativeOp, peer), "signal to peer " + peer);
+    }
+
+    @Override
+    public void waitAtLeast(SymmetricBuffer signals, int index, long value, int peer, String signalName) {
+        ensureOpen();
+        long sig = signalAddress(sym(signals), index);
+        exec.enter();
+        int tag = exec.register(signalName);
+        call(() -> Nvshmem.waitAtLeast(exec.streamHandle(), sig, value, exec.timeoutNanos(), exec.errors(), rank, peer,
+                tag), "wait for " + signalName);
+    }
+
+    /** Bounded barrier of all PEs (completes this PE's puts first), then waits for the stream. */
+    @Override
+    public void barrier() {
+        ensureOpen();
+        exec.enter();
+        long epoch = ++barrierEpoch;
+        int tag = exec.register("barrier #" + epoch);
+        call(() -> Nvshmem.barrier(exec.streamHandle(), barrierWords.address(), epoch, worldSize, rank,
+                exec.timeoutNanos(), exec.errors(), tag), "barrier");
+        exec.synchronize();
+    }
+
+    /** Waits for everything enqueued so far; throws a failure a bridge kernel recorded. */
+    public void synchronize() {
+        exec.synchronize();
+    }
+
+    /** Throws a failure a bridge kernel recorded so far, without waiting. */
+    public void checkErrors() {
+        exec.check();
+    }
+
+    /**
+     * {@code nvshmem_ptr}: the address at which this process's kernels can load and store
+     * {@code peer}'s copy of {@code buffer}, or 0 when the peer is reachable only over the network.
+     */
+    public long peerAddress(SymmetricBuffer buffer, int peer) {
+        checkPeer(peer);
+        exec.enter();
+        return Nvshmem.peerPointer(sym(buffer).address(), peer);
+    }
+
+    /** The stream this transport enqueues on ({@code CUstream}). */
+    public long stream() {
+        return exec.streamHandle();
+    }
+
+    /**
+     * Frees the symmetric buffers (collective {@code nvshmem_free}, in reverse order of allocation)
+     * after the stream drained. After a recorded failure, frees nothing (a collective call could
+     * wait forever for a dead peer); NVSHMEM releases the heap at finalisation.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        boolean failed;
+        try {
+            exec.synchronize();
+            failed = false;
+        } catch (RuntimeException e) {
+            failed = true;
+            LOG.warn("rank {}: closing a failed transport: {} symmetric buffers are left to nvshmem_finalize ({})",
+                    rank, owned.size(), e.getMessage());
+        }
+        if (!failed) {
+            for (int i = owned.size() - 1; i >= 0; i--) {
+                GpuSymmetricBuffer b = owned.get(i);
+                b.markFreed();
+                Nvshmem.free(b.address());
+                accounting.release(b.byteSize());
+            }
+        }
+        owned.clear();
+    }
+
+    private void call(Runnable launch, String what) {
+        try {
+            launch.run();
+        } catch (NvshmemException e) {
+            throw new MoeCommException("rank " + rank + ": " + what + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("rank " + rank + ": transport is closed");
+        }
+    }
+
+    private void checkPeer(int peer) {
+        if (peer < 0 || peer >= worldSize) {
+            throw new IllegalArgumentException("peer " + peer + " is outside [0, " + worldSize + ")");
+        }
+    }
+
+    private static long signalAddress(GpuSymmetricBuffer signals, int index) {
+        long offset = 8L * index;
+        if (index < 0 || offset + 8 > signals.byteSize()) {
+            throw new IllegalArgumentException("signal index " + index + " is outside " + signals);
+        }
+        return signals.address() + offset;
+    }
+
+    private GpuSymmetricBuffer sym(SymmetricBuffer b) {
+        if (b instanceof GpuSymmetricBuffer g) {
+            if (g.freed()) {
+                throw new IllegalStateException(g + " was freed");
+            }
+            return g;
+        }
+        throw new IllegalArgumentException(b + " was not allocated by a GPU transport");
+    }
+}

@@ -1,0 +1,42 @@
+package org.moecomm.core.protocol;
+
+/**
+ * Where a handle stands in the call sequence {@code dispatchSend -> dispatchRecv -> combineSend
+ * -> combineRecv -> dispatchSend ...}; each phase names the one call it accepts.
+ */
+public enum Phase {
+    /** Ready for {@code dispatchSend}. */
+    IDLE("dispatchSend"),
+    /** Ready for {@code dispatchRecv}. */
+    DISPATCH_SENT("dispatchRecv"),
+    /** Ready for {@code combineSend}. */
+    DISPATCHED("combineSend"),
+    /** Ready for {@code combineRecv}. */
+    COMBINE_SENT("combineRecv"),
+    /** A call failed after its work had started; the handle can only be closed. */
+    FAILED(null),
+    /** Closed. */
+    CLOSED(null);
+
+    private final String expectedCall;
+
+    Phase(String expectedCall) {
+        this.expectedCall = expectedCall;
+    }
+
+    /** The call this phase accepts, or null if none. */
+    public String expectedCall() {
+        return expectedCall;
+    }
+
+    /** The phase after this phase's call succeeded. */
+    Phase next() {
+        return switch (this) {
+            case IDLE -> DISPATCH_SENT;
+            case DISPATCH_SENT -> DISPATCHED;
+            case DISPATCHED -> COMBINE_SENT;
+            case COMBINE_SENT -> IDLE;
+            case FAILED, CLOSED -> this;
+        };
+    }
+}

@@ -1,0 +1,163 @@
+package org.moecomm.core.protocol;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Objects;
+import org.moecomm.core.DType;
+import org.moecomm.core.DeviceMemory;
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.DispatchOutput;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.Tensor;
+import org.moecomm.core.TokenCount;
+
+/**
+ * Checks a call's tensors against the config before any work starts; every failure is an
+ * {@link IllegalArgumentException} whose message starts with the tensor's name.
+ *
+ * <p>Two checks read device memory through {@link DeviceMemory#copyToHost}: the token count
+ * when it lives in a buffer ({@link TokenCount.InBuffer}) and the expert ids of the first m
+ * tokens. On the CPU backend this is a plain memory read; on a GPU it is a synchronising copy,
+ * which a graph-captured step would want to skip (the kernels tolerate neither, so the check
+ * stays on by default).
+ */
+public final class Validator {
+    private final MoeConfig config;
+    private final DeviceMemory memory;
+
+    public Validator(MoeConfig config, DeviceMemory memory) {
+        this.config = config;
+        this.memory = memory;
+    }
+
+    /** Validates dispatch inputs and returns the token count m. */
+    public int dispatchInput(DispatchInput in) {
+        int m = tokenCount(in.count());
+        int h = config.hidden();
+        int k = config.topK();
+        matrix("x", in.x(), config.inType(), m, h, "H");
+        matrix("indices", in.indices(), DType.INT32, m, k, "K");
+        if (config.blockScales()) {
+            if (in.xScale() == null) {
+                throw new IllegalArgumentException("xScale: missing; " + config.inType().label()
+                        + " tokens need float32 block scales [>=m][" + config.scalesPerToken() + "]");
+            }
+            matrix("xScale", in.xScale(), DType.FP32, m, config.scalesPerToken(), "ceil(H/128)");
+        } else if (in.xScale() != null) {
+            throw new IllegalArgumentException("xScale: unexpected; " + config.inType().label()
+                    + " tokens carry no block scales");
+        }
+        expertIds(in.indices(), m);
+        return m;
+    }
+
+    /** Validates dispatch outputs: {@code expertNumTokens [L]}, {@code expertX [L][NG*M][H]}, scales. */
+    public void dispatchOutput(DispatchOutput out) {
+        int l = config.expertsPerRank();
+        int capacity = config.expertCapacity();
+        exact("expertNumTokens", out.expertNumTokens(), DType.INT32, new long[] {l}, "[L]");
+        exact("expertX", out.expertX(), config.inType(), new long[] {l, capacity, config.hidden()}, "[L][NG*M][H]");
+        if (config.blockScales()) {
+            if (out.expertXScale() == null) {
+                throw new IllegalArgumentException("expertXScale: missing; " + config.inType().label()
+                        + " tokens need float32 block scales [L][NG*M][" + config.scalesPerToken() + "]");
+            }
+            exact("expertXScale", out.expertXScale(), DType.FP32,
+                    new long[] {l, capacity, config.scalesPerToken()}, "[L][NG*M][ceil(H/128)]");
+        } else if (out.expertXScale() != null) {
+            throw new IllegalArgumentException("expertXScale: unexpected; " + config.inType().label()
+                    + " tokens carry no block scales");
+        }
+    }
+
+    /** Validates combine's expert outputs {@code expertY [L][NG*M][H]}. */
+    public void expertY(Tensor expertY) {
+        Objects.requireNonNull(expertY, "expertY");
+        exact("expertY", expertY, config.expertOutType(),
+                new long[] {config.expertsPerRank(), config.expertCapacity(), config.hidden()}, "[L][NG*M][H]");
+    }
+
+    /** Validates combine's {@code weights [>=m][K]} and {@code out [>=m][H]} for the dispatch's m. */
+    public void combineOutput(Tensor weights, Tensor out, int m) {
+        Objects.requireNonNull(weights, "weights");
+        Objects.requireNonNull(out, "out");
+        matrix("weights", weights, DType.FP32, m, config.topK(), "K");
+        matrix("out", out, config.outType(), m, config.hidden(), "H");
+    }
+
+    /** The token count m, read from its buffer where it lives there; must be <= M. */
+    public int tokenCount(TokenCount count) {
+        int m = switch (count) {
+            case TokenCount.Fixed f -> f.value();
+            case TokenCount.InBuffer b -> readInt(b);
+        };
+        if (m < 0 || m > config.maxTokensPerRank()) {
+            throw new IllegalArgumentException("count: m=" + m + " is outside [0, M=" + config.maxTokensPerRank() + "]");
+        }
+        return m;
+    }
+
+    private int readInt(TokenCount.InBuffer b) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(4);
+            memory.copyToHost(b.buf(), b.index() * 4, host);
+            return host.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    private void expertIds(Tensor indices, int m) {
+        int k = config.topK();
+        int e = config.numExperts();
+        if (m == 0) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(4L * m * k, 4);
+            memory.copyToHost(indices.buf(), 0, host);
+            for (int t = 0; t < m; t++) {
+                for (int j = 0; j < k; j++) {
+                    int id = host.getAtIndex(ValueLayout.JAVA_INT, (long) t * k + j);
+                    if (id < -1 || id >= e) {
+                        throw new IllegalArgumentException("indices: expert id " + id + " of token " + t + ", slot " + j
+                                + " is outside [-1, E=" + e + ")");
+                    }
+                }
+            }
+        }
+    }
+
+    /** A 2-d tensor with at least {@code minRows} rows of exactly {@code cols} columns. */
+    private static void matrix(String name, Tensor t, DType dtype, int minRows, int cols, String colName) {
+        Objects.requireNonNull(t, name);
+        dtype(name, t, dtype);
+        if (t.rank() != 2) {
+            throw new IllegalArgumentException(name + ": expected 2 dimensions [>=m][" + colName + "], got shape "
+                    + Arrays.toString(t.shape()));
+        }
+        if (t.dim(1) != cols) {
+            throw new IllegalArgumentException(name + ": dimension 1 must be " + colName + "=" + cols + ", got shape "
+                    + Arrays.toString(t.shape()));
+        }
+        if (t.dim(0) < minRows) {
+            throw new IllegalArgumentException(name + ": has " + t.dim(0) + " rows, fewer than m=" + minRows);
+        }
+    }
+
+    private static void exact(String name, Tensor t, DType dtype, long[] shape, String expected) {
+        Objects.requireNonNull(t, name);
+        dtype(name, t, dtype);
+        if (!Arrays.equals(t.shape(), shape)) {
+            throw new IllegalArgumentException(name + ": expected shape " + expected + " = " + Arrays.toString(shape)
+                    + ", got " + Arrays.toString(t.shape()));
+        }
+    }
+
+    private static void dtype(String name, Tensor t, DType dtype) {
+        if (t.dtype() != dtype) {
+            throw new IllegalArgumentException(name + ": expected dtype " + dtype.label() + ", got "
+                    + t.dtype().label());
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package org.moecomm.core.reference;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import org.moecomm.core.DType;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.kernels.api.Numerics;
+
+/**
+ * The contract of dispatch and combine as plain loops over the inputs of all ranks: the oracle
+ * every backend is tested against. No kernels, no buffers, no protocol.
+ *
+ * <p>Dispatch on rank r: for each local expert l (expert {@code e = r*L + l}), every pair
+ * (token t of group g, slot k) with {@code indices[t][k] == e}, over all groups g and all
+ * t < m_g. Row order is the backend's choice, so the result is a multiset.
+ *
+ * <p>Combine on rank r of group g: {@code out[t][h] = sum_k weights[t][k] * y(e_k, g, t)[h]}
+ * for t < m_g, accumulated in float32 from 0 in increasing k (a float multiply, then a float
+ * add: never fused), skipping id -1, converted to outType with round-to-nearest-even.
+ */
+public final class Reference {
+    private final MoeConfig config;
+    private final List<RankInputs> ranks;
+
+    /** Expert {@code expert} applied to token {@code token} of group {@code group}: H values in expertOutType, raw bytes. */
+    @FunctionalInterface
+    public interface ExpertFunction {
+        byte[] apply(int expert, int group, int token);
+    }
+
+    /** One dispatched pair: the token's group and index, its slot k, its bytes and its scales. */
+    public record ExpertRow(int group, int token, int slot, byte[] tokenBytes, float[] scales) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ExpertRow r && r.group == group && r.token == token && r.slot == slot
+                    && Arrays.equals(r.tokenBytes, tokenBytes) && Arrays.equals(r.scales, scales);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(group, token, slot, Arrays.hashCode(tokenBytes));
+        }
+
+        @Override
+        public String toString() {
+            return "(group " + group + ", token " + token + ", slot " + slot + ")";
+        }
+    }
+
+    /**
+     * @param ranks the inputs of every rank, by rank; ranks of one group must hold identical inputs
+     * @throws IllegalArgumentException if sizes do not match the config, an id is out of range,
+     *                                  or two ranks of a group differ
+     */
+    public Reference(MoeConfig config, List<RankInputs> ranks) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.ranks = List.copyOf(ranks);
+        if (this.ranks.size() != config.worldSize()) {
+            throw new IllegalArgumentException("need inputs of " + config.worldSize() + " ranks, got " + ranks.size());
+        }
+        int h = config.hidden();
+        int k = config.topK();
+        int s = config.scalesPerToken();
+        for (int r = 0; r < config.worldSize(); r++) {
+            RankInputs in = this.ranks.get(r);
+            int m = in.m();
+            if (m > config.maxTokensPerRank()) {
+                throw new IllegalArgumentException("rank " + r + ": m=" + m + " exceeds M=" + config.maxTokensPerRank());
+            }
+            if (in.x().length != m * h * config.inType().bytes() || in.xScale().length != m * s
+                    || in.indices().length != m * k || in.weights().length != m * k) {
+                throw new IllegalArgumentException("rank " + r + ": input sizes do not match m=" + m + " and " + config);
+            }
+            for (int id : in.indices()) {
+                if (id < -1 || id >= config.numExperts()) {
+                    throw new IllegalArgumentException("rank " + r + ": expert id " + id + " out of range");
+                }
+            }
+            RankInputs first = this.ranks.get(config.groupOf(r) * config.groupSize());
+            if (!in.sameAs(first)) {
+                throw new IllegalArgumentException("rank " + r + " holds other inputs than rank "
+                        + config.groupOf(r) * config.groupSize() + " of its token group");
+            }
+        }
+    }
+
+    public MoeConfig config() {
+        return config;
+    }
+
+    /** Inputs of rank {@code rank}. */
+    public RankInputs inputs(int rank) {
+        return ranks.get(rank);
+    }
+
+    /** Inputs of token group {@code group} (those of its first rank). */
+    public RankInputs groupInputs(int group) {
+        return ranks.get(group * config.groupSize());
+    }
+
+    /** The token bytes (H elements of the dispatch dtype) of token {@code token} of group {@code group}. */
+    public byte[] tokenBytes(int group, int token) {
+        int xb = config.hidden() * config.inType().bytes();
+        return Arrays.copyOfRange(groupInputs(group).x(), token * xb, (token + 1) * xb);
+    }
+
+    /** The block scales of token {@code token} of group {@code group} (empty without scales). */
+    public float[] tokenScales(int group, int token) {
+        int s = config.scalesPerToken();
+        return Arrays.copyOfRange(groupInputs(group).xScale(), token * s, (token + 1) * s);
+    }
+
+    /** Dispatch on {@code rank}: for each local expert, the pairs routed to it (a multiset). */
+    public List<List<ExpertRow>> dispatch(int rank) {
+        int l = config.expertsPerRank();
+        int k = config.topK();
+        List<List<ExpertRow>> perExpert = new ArrayList<>(l);
+        for (int i = 0; i < l; i++) {
+            perExpert.add(new ArrayList<>());
+        }
+        for (int g = 0; g < config.numGroups(); g++) {
+            RankInputs in = groupInputs(g);
+            for (int t = 0; t < in.m(); t++) {
+                for (int j = 0; j < k; j++) {
+                    int e = in.indices()[t * k + j];
+                    if (e >= 0 && config.rankOfExpert(e) == rank) {
+                        perExpert.get(e - rank * l).add(new ExpertRow(g, t, j, tokenBytes(g, t), tokenScales(g, t)));
+                    }
+                }
+            }
+        }
+        return perExpert;
+    }
+
+    /** Expected {@code expertNumTokens} on {@code rank}. */
+    public int[] expertCounts(int rank) {
+        return dispatch(rank).stream().mapToInt(List::size).toArray();
+    }
+
+    /** Combine on {@code rank}: {@code out [m][H]} in outType, raw bytes. */
+    public byte[] combine(int rank, ExpertFunction expert) {
+        int g = config.groupOf(rank);
+        RankInputs in = ranks.get(rank);
+        int h = config.hidden();
+        int k = config.topK();
+        DType outType = config.outType();
+        byte[] out = new byte[in.m() * h * outType.bytes()];
+        float[] acc = new float[h];
+        for (int t = 0; t < in.m(); t++) {
+            Arrays.fill(acc, 0f);
+            for (int j = 0; j < k; j++) {
+                int e = in.indices()[t * k + j];
+                if (e < 0) {
+                    continue;
+                }
+                float w = in.weights()[t * k + j];
+                byte[] y = expert.apply(e, g, t);
+                for (int i = 0; i < h; i++) {
+                    float product = w * decode(config.expertOutType(), y, i);
+                    acc[i] = acc[i] + product;
+                }
+            }
+            for (int i = 0; i < h; i++) {
+                encode(outType, acc[i], out, t * h + i);
+            }
+        }
+        return out;
+    }
+
+    /** Element {@code i} of a little-endian array of {@code dtype}, as float. */
+    public static float decode(DType dtype, byte[] bytes, int i) {
+        return switch (dtype) {
+            case BF16 -> Numerics.bf16ToFloat(getShort(bytes, i));
+            case FP16 -> Numerics.fp16ToFloat(getShort(bytes, i));
+            case FP32 -> Float.intBitsToFloat(getInt(bytes, i));
+            case FP8_E4M3 -> Numerics.fp8e4m3ToFloat(bytes[i]);
+            case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        };
+    }
+
+    /** Stores {@code v} as element {@code i} of a little-endian array of {@code dtype}. */
+    public static void encode(DType dtype, float v, byte[] bytes, int i) {
+        switch (dtype) {
+            case BF16 -> putShort(bytes, i, Numerics.floatToBf16(v));
+            case FP16 -> putShort(bytes, i, Numerics.floatToFp16(v));
+            case FP32 -> putInt(bytes, i, Float.floatToRawIntBits(v));
+            case FP8_E4M3 -> bytes[i] = Numerics.floatToFp8e4m3(v);
+            case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        }
+    }
+
+    private static short getShort(byte[] b, int i) {
+        return (short) ((b[2 * i] & 0xff) | (b[2 * i + 1] & 0xff) << 8);
+    }
+
+    private static int getInt(byte[] b, int i) {
+        return (b[4 * i] & 0xff) | (b[4 * i + 1] & 0xff) << 8 | (b[4 * i + 2] & 0xff) << 16 | (b[4 * i + 3] & 0xff) << 24;
+    }
+
+    private static void putShort(byte[] b, int i, short v) {
+        b[2 * i] = (byte) v;
+        b[2 * i + 1] = (byte) (v >> 8);
+    }
+
+    private static void putInt(byte[] b, int i, int v) {
+        b[4 * i] = (byte) v;
+        b[4 * i + 1] = (byte) (v >> 8);
+        b[4 * i + 2] = (byte) (v >> 16);
+        b[4 * i + 3] = (byte) (v >> 24);
+    }
+}

@@ -1,0 +1,61 @@
+package org.moecomm.core.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.moecomm.core.launch.LaunchException;
+import org.moecomm.core.launch.Rendezvous;
+import org.moecomm.core.launch.RendezvousServer;
+
+/** The loopback rendezvous that carries the NVSHMEM unique id from rank 0 to the other ranks. */
+@Timeout(60)
+class RendezvousTest {
+
+    @Test
+    void aGetWaitsForTheMatchingPut() throws Exception {
+        try (RendezvousServer server = RendezvousServer.start()) {
+            assertTrue(server.address().startsWith("127.0.0.1:"), server.address());
+            Rendezvous a = new Rendezvous(server.address(), server.token());
+            Rendezvous b = new Rendezvous(server.address(), server.token());
+            CompletableFuture<byte[]> later = CompletableFuture.supplyAsync(() -> b.get("uid", Duration.ofSeconds(30)));
+            Thread.sleep(200);
+            byte[] id = new byte[128];
+            for (int i = 0; i < id.length; i++) {
+                id[i] = (byte) (i * 7);
+            }
+            a.put("uid", id);
+            assertArrayEquals(id, later.get(30, TimeUnit.SECONDS));
+            assertArrayEquals(id, b.get("uid", Duration.ofSeconds(1)));
+        }
+    }
+
+    @Test
+    void aMissingKeyTimesOutWithAClearMessage() {
+        try (RendezvousServer server = RendezvousServer.start()) {
+            Rendezvous r = new Rendezvous(server.address(), server.token());
+            LaunchException e = assertThrows(LaunchException.class, () -> r.get("nothing", Duration.ofMillis(300)));
+            assertTrue(e.getMessage().contains("no value for 'nothing'"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aWrongTokenIsRefused() {
+        try (RendezvousServer server = RendezvousServer.start()) {
+            Rendezvous r = new Rendezvous(server.address(), "not-the-token");
+            LaunchException e = assertThrows(LaunchException.class, () -> r.put("k", new byte[] {1}));
+            assertTrue(e.getMessage().contains("bad token"), e.getMessage());
+        }
+    }
+
+    @Test
+    void onlyLoopbackAddressesAreAccepted() {
+        assertThrows(IllegalArgumentException.class, () -> new Rendezvous("192.0.2.1:1234", "t"));
+        assertThrows(IllegalArgumentException.class, () -> new Rendezvous("nocolon", "t"));
+    }
+}

@@ -1,0 +1,264 @@
+package org.moecomm.core.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.function.Executable;
+import org.moecomm.core.DType;
+import org.moecomm.core.DeviceMemory;
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.DispatchOutput;
+import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.Tensor;
+import org.moecomm.core.TokenCount;
+import org.moecomm.core.check.CheckedRound;
+import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.cpu.CpuCluster;
+import org.moecomm.core.testing.Harness;
+
+/**
+ * Every invalid call throws before any work: on one rank (W=1) nothing can hang, and a
+ * correct round afterwards shows the handle was left untouched.
+ */
+@Timeout(60)
+class ValidationTest {
+    private static final MoeConfig BF16 = Harness.config().worldSize(1).numExperts(8).topK(2).hidden(256)
+            .maxTokensPerRank(8).build();
+    private static final MoeConfig FP8 = BF16.toBuilder().inType(DType.FP8_E4M3).build();
+
+    private static String assertIllegalArgument(String tensor, Executable call) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+        assertTrue(e.getMessage().startsWith(tensor + ":"), "message should name " + tensor + ": " + e.getMessage());
+        return e.getMessage();
+    }
+
+    /** Runs checks on a W=1 handle, then a checked round proving the handle still works. */
+    private static void onHandle(MoeConfig config, Consumer<Ctx> checks) {
+        Harness.onAllRanks(config, (h, b) -> {
+            Workload w = Workload.generate(config, 1, Workload.Options.defaults().tokens(5));
+            checks.accept(new Ctx(h, b, b.upload(w.rank(0), false)));
+            CheckedRound.run(b, w, false).assertOk();
+            return null;
+        });
+    }
+
+    private record Ctx(MoeAllToAll h, RankBuffers b, DispatchInput in) {
+        DeviceMemory mem() {
+            return h.memory();
+        }
+
+        DispatchInput withX(Tensor x) {
+            return new DispatchInput(x, in.xScale(), in.indices(), in.count());
+        }
+
+        DispatchInput withIndices(Tensor indices) {
+            return new DispatchInput(in.x(), in.xScale(), indices, in.count());
+        }
+
+        DispatchInput withCount(TokenCount c) {
+            return new DispatchInput(in.x(), in.xScale(), in.indices(), c);
+        }
+
+        DispatchInput withScale(Tensor s) {
+            return new DispatchInput(in.x(), s, in.indices(), in.count());
+        }
+
+        void setIndex(int token, int slot, int id) {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment s = a.allocate(4);
+                s.set(ValueLayout.JAVA_INT, 0, id);
+                mem().copyFromHost(s, in.indices().buf(), 4L * (token * h.config().topK() + slot));
+            }
+        }
+    }
+
+    @Test
+    void expertIdsOutOfRange() {
+        onHandle(BF16, c -> {
+            c.setIndex(4, 1, 8);
+            String msg = assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            assertTrue(msg.contains("token 4") && msg.contains("slot 1") && msg.contains("[-1, E=8)"), msg);
+            c.setIndex(4, 1, -2);
+            assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            // ids beyond m are not looked at (row 5 holds padding)
+            c.setIndex(4, 1, -1);
+        });
+    }
+
+    @Test
+    void tokenCountAboveM() {
+        onHandle(BF16, c -> {
+            Tensor bigX = c.mem().allocate(DType.BF16, 9, 256);
+            Tensor bigIdx = c.mem().allocate(DType.INT32, 9, 2);
+            DispatchInput nine = new DispatchInput(bigX, null, bigIdx, TokenCount.of(9));
+            String msg = assertIllegalArgument("count", () -> c.h().dispatchSend(nine));
+            assertTrue(msg.contains("m=9") && msg.contains("M=8"), msg);
+            var buf = c.mem().allocate(8);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment s = a.allocate(8);
+                s.setAtIndex(ValueLayout.JAVA_INT, 1, 12);
+                c.mem().copyFromHost(s, buf, 0);
+            }
+            assertIllegalArgument("count", () -> c.h().dispatchSend(
+                    new DispatchInput(bigX, null, bigIdx, TokenCount.inBuffer(buf, 1))));
+            assertThrows(IllegalArgumentException.class, () -> TokenCount.of(-1));
+            assertThrows(IllegalArgumentException.class, () -> TokenCount.inBuffer(buf, 2));
+        });
+    }
+
+    @Test
+    void wrongDtypes() {
+        onHandle(BF16, c -> {
+            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP16, 8, 256))));
+            assertIllegalArgument("indices", () -> c.h().dispatchSend(
+                    c.withIndices(c.mem().allocate(DType.FP32, 8, 2))));
+            DispatchOutput o = c.b().dispatchOutput();
+            c.h().dispatchSend(c.in());
+            assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+                    c.mem().allocate(DType.FP16, 8, 8, 256), null)));
+            assertIllegalArgument("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
+                    c.mem().allocate(DType.FP32, 8), o.expertX(), null)));
+            c.h().dispatchRecv(o);
+            assertIllegalArgument("expertY", () -> c.h().combineSend(c.mem().allocate(DType.FP32, 8, 8, 256)));
+            c.h().combineSend(c.b().expertY());
+            assertIllegalArgument("weights", () -> c.h().combineRecv(c.mem().allocate(DType.BF16, 8, 2), c.b().out()));
+            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.FP32, 8, 256)));
+            c.h().combineRecv(c.b().weights(), c.b().out());
+        });
+    }
+
+    @Test
+    void wrongShapes() {
+        onHandle(BF16, c -> {
+            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8, 128))));
+            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 4, 256))));
+            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8 * 256))));
+            assertIllegalArgument("indices", () -> c.h().dispatchSend(
+                    c.withIndices(c.mem().allocate(DType.INT32, 8, 3))));
+            // x and indices with exactly m rows are fine
+            c.h().dispatchSend(new DispatchInput(c.mem().allocate(DType.BF16, 5, 256), null,
+                    c.mem().allocate(DType.INT32, 5, 2), TokenCount.of(5)));
+            DispatchOutput o = c.b().dispatchOutput();
+            assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+                    c.mem().allocate(DType.BF16, 8, 7, 256), null)));
+            assertIllegalArgument("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
+                    c.mem().allocate(DType.INT32, 9), o.expertX(), null)));
+            c.h().dispatchRecv(o);
+            assertIllegalArgument("expertY", () -> c.h().combineSend(c.mem().allocate(DType.BF16, 8, 8, 128)));
+            c.h().combineSend(c.b().expertY());
+            assertIllegalArgument("weights", () -> c.h().combineRecv(c.mem().allocate(DType.FP32, 4, 2), c.b().out()));
+            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 5, 240)));
+            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 4, 256)));
+            c.h().combineRecv(c.b().weights(), c.b().out());
+        });
+    }
+
+    @Test
+    void tensorBufferTooSmallIsRejectedWhenTheTensorIsMade() {
+        onHandle(BF16, c -> assertThrows(IllegalArgumentException.class,
+                () -> Tensor.of(c.mem().allocate(100), DType.BF16, 8, 256)));
+    }
+
+    @Test
+    void missingOrUnexpectedScales() {
+        onHandle(FP8, c -> {
+            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(null)));
+            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 3))));
+            c.h().dispatchSend(c.in());
+            DispatchOutput o = c.b().dispatchOutput();
+            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(
+                    new DispatchOutput(o.expertNumTokens(), o.expertX(), null)));
+            c.h().dispatchRecv(o);
+            c.h().combineSend(c.b().expertY());
+            c.h().combineRecv(c.b().weights(), c.b().out());
+        });
+        onHandle(BF16, c -> {
+            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 2))));
+            c.h().dispatchSend(c.in());
+            DispatchOutput o = c.b().dispatchOutput();
+            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+                    o.expertX(), c.mem().allocate(DType.FP32, 8, 8, 2))));
+            c.h().dispatchRecv(o);
+            c.h().combineSend(c.b().expertY());
+            c.h().combineRecv(c.b().weights(), c.b().out());
+        });
+    }
+
+    @Test
+    void callsOutOfOrder() {
+        onHandle(BF16, c -> {
+            MoeAllToAll h = c.h();
+            assertOrder("dispatchRecv", () -> h.dispatchRecv(c.b().dispatchOutput()));
+            assertOrder("combineSend", () -> h.combineSend(c.b().expertY()));
+            assertOrder("combineRecv", () -> h.combineRecv(c.b().weights(), c.b().out()));
+            h.dispatchSend(c.in());
+            assertOrder("dispatchSend", () -> h.dispatchSend(c.in())); // second dispatch without combine
+            assertOrder("combineSend", () -> h.combineSend(c.b().expertY()));
+            h.dispatchRecv(c.b().dispatchOutput());
+            assertOrder("dispatchSend", () -> h.dispatchSend(c.in()));
+            assertOrder("dispatchRecv", () -> h.dispatchRecv(c.b().dispatchOutput()));
+            h.combineSend(c.b().expertY());
+            assertOrder("combineSend", () -> h.combineSend(c.b().expertY()));
+            h.combineRecv(c.b().weights(), c.b().out());
+            assertOrder("combineRecv", () -> h.combineRecv(c.b().weights(), c.b().out()));
+            // state checks come before validation: a wrong-order call with bad inputs is still a state error
+            assertOrder("combineSend", () -> h.combineSend(c.mem().allocate(DType.FP16, 1)));
+        });
+    }
+
+    private static void assertOrder(String call, Executable e) {
+        IllegalStateException ex = assertThrows(IllegalStateException.class, e);
+        assertTrue(ex.getMessage().contains(call), ex.getMessage());
+    }
+
+    @Test
+    void closedHandleRejectsCalls() {
+        try (CpuCluster cluster = CpuCluster.create(1)) {
+            MoeAllToAll h = cluster.createHandle(0, BF16);
+            RankBuffers b = RankBuffers.allocate(h);
+            DispatchInput in = b.upload(Workload.generate(BF16, 2).rank(0), false);
+            h.close();
+            h.close(); // idempotent
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> h.dispatchSend(in));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        }
+    }
+
+    @Test
+    void configInvariants() {
+        IllegalArgumentException g = assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().worldSize(6).groupSize(4).numExperts(12).build());
+        assertTrue(g.getMessage().contains("groupSize"), g.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().worldSize(4).numExperts(6).build());
+        assertTrue(e.getMessage().contains("numExperts"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().hidden(100).build());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().topK(9).numExperts(8).build());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().inType(DType.FP32).build());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().outType(DType.FP32).build());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().expertOutType(DType.FP8_E4M3).build());
+        assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().blockScales(true).build());
+        assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().waitTimeout(java.time.Duration.ZERO).build());
+    }
+
+    @Test
+    void clusterRejectsMismatchedWorldAndRank() {
+        try (CpuCluster cluster = CpuCluster.create(2)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> cluster.createHandle(0, BF16));
+            assertTrue(e.getMessage().contains("worldSize"), e.getMessage());
+            MoeConfig two = BF16.toBuilder().worldSize(2).build();
+            assertThrows(IllegalArgumentException.class, () -> cluster.createHandle(2, two));
+        }
+        assertThrows(IllegalArgumentException.class, () -> CpuCluster.create(0));
+    }
+}

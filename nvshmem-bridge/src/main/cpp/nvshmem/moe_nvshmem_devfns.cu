@@ -1,0 +1,73 @@
+// Device functions with C linkage for kernels compiled from Java to PTX.
+//
+// The PTX our compiler emits declares these as `.extern .func` and calls them with the PTX
+// calling convention; the CUDA driver's linker (or nvJitLink) links that PTX with this file's
+// relocatable device code (moe_nvshmem_devfns.fatbin, built by scripts/gpu-nvshmem-build.sh)
+// and libnvshmem_device.a, and the loaded module is registered with mnv_cumodule_init. The ABI
+// is ours (plain pointers and integers), so the Java side does not follow NVSHMEM's inline
+// device API from version to version. docs/nvshmem.md lists the signatures.
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+#include "moe_nvshmem_device.cuh"
+
+extern "C" {
+
+// nvshmem_ptr on the device: the peer's copy of a symmetric address, or null when the peer is
+// reachable only over the network (then use the put functions).
+__device__ __noinline__ void* mnvd_ptr(const void* ptr, int pe) {
+    return nvshmem_ptr(ptr, pe);
+}
+
+// Put of `bytes` from src to dst on pe by the whole calling warp, then the signal at sig on pe
+// set to value (data visible before the signal). All 32 lanes call it with the same arguments.
+__device__ __noinline__ void mnvd_put_signal_warp(void* dst, const void* src, unsigned long long bytes,
+                                                  unsigned long long* sig, unsigned long long value, int pe) {
+    nvshmemx_putmem_signal_warp(dst, src, static_cast<size_t>(bytes), reinterpret_cast<uint64_t*>(sig),
+                                static_cast<uint64_t>(value), NVSHMEM_SIGNAL_SET, pe);
+}
+
+// The same by the whole calling block.
+__device__ __noinline__ void mnvd_put_signal_block(void* dst, const void* src, unsigned long long bytes,
+                                                   unsigned long long* sig, unsigned long long value, int pe) {
+    nvshmemx_putmem_signal_block(dst, src, static_cast<size_t>(bytes), reinterpret_cast<uint64_t*>(sig),
+                                 static_cast<uint64_t>(value), NVSHMEM_SIGNAL_SET, pe);
+}
+
+// Put without a signal by the whole calling warp (non-blocking: complete after mnvd_quiet).
+__device__ __noinline__ void mnvd_put_nbi_warp(void* dst, const void* src, unsigned long long bytes, int pe) {
+    nvshmemx_putmem_nbi_warp(dst, src, static_cast<size_t>(bytes), pe);
+}
+
+// Signal operation by one thread: op 0 sets, 1 adds.
+__device__ __noinline__ void mnvd_signal_op(unsigned long long* sig, unsigned long long value, int op, int pe) {
+    nvshmemx_signal_op(reinterpret_cast<uint64_t*>(sig), static_cast<uint64_t>(value),
+                       op == 1 ? NVSHMEM_SIGNAL_ADD : NVSHMEM_SIGNAL_SET, pe);
+}
+
+// Orders this thread's earlier puts before its later ones to the same PE.
+__device__ __noinline__ void mnvd_fence(void) {
+    nvshmem_fence();
+}
+
+// Completes every earlier put of this thread.
+__device__ __noinline__ void mnvd_quiet(void) {
+    nvshmem_quiet();
+}
+
+// Bounded wait by one thread until the local word sig >= value; returns 0 when it arrived, 1 on
+// timeout, after recording MNV_ERROR_WAIT_TIMEOUT in the error context err_ctx (the context
+// the host created with mnv_error_create; may be null). Returns 1 at once when the context
+// already holds an error.
+__device__ __noinline__ int mnvd_wait_ge(const unsigned long long* sig, unsigned long long value,
+                                         unsigned long long timeout_ns, void* err_ctx, int rank, int peer,
+                                         int tag) {
+    mnv_error_ctx* ctx = static_cast<mnv_error_ctx*>(err_ctx);
+    if (mnv_dev_error_pending(ctx)) {
+        return 1;
+    }
+    return mnv_dev_wait_ge(reinterpret_cast<const uint64_t*>(sig), static_cast<uint64_t>(value),
+                        static_cast<uint64_t>(timeout_ns), ctx, MNV_ERROR_WAIT_TIMEOUT, rank, peer, tag);
+}
+
+}  // extern "C"

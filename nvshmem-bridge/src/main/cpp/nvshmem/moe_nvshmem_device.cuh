@@ -1,0 +1,101 @@
+// Device-side building blocks of the NVSHMEM bridge, shared by the bridge's own kernels
+// (moe_nvshmem.cu) and by the exported device functions that compiled Java kernels call
+// (moe_nvshmem_devfns.cu). Include after nvshmem.h and nvshmemx.h.
+#ifndef MOECOMM_NVSHMEM_DEVICE_CUH
+#define MOECOMM_NVSHMEM_DEVICE_CUH
+
+#include <stdint.h>
+
+#include "moe_nvshmem.h"
+
+// The record the host reads (page-locked host memory, mapped into the device's address space).
+// kind is written last, after a system-scope fence, so a host that sees a kind sees the rest.
+struct mnv_error_record {
+    volatile int kind;
+    volatile int rank;
+    volatile int peer;
+    volatile int tag;
+    volatile long long expected;
+    volatile long long seen;
+    volatile long long waited_ns;
+    volatile long long detail;
+};
+
+// The context the kernels get (device memory): the claim word makes the first failure win
+// without atomics on host memory.
+struct mnv_error_ctx {
+    int claim;
+    int pad;
+    mnv_error_record* record;  // device view of the host record
+};
+
+__device__ __forceinline__ uint64_t mnv_dev_global_time_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint64_t mnv_dev_load_acquire_sys(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// True when the context already holds an error (a later wait then returns at once instead of
+// spending its whole bound on a round that has failed anyway).
+__device__ __forceinline__ bool mnv_dev_error_pending(const mnv_error_ctx* ctx) {
+    return ctx != nullptr && *reinterpret_cast<const volatile int*>(&ctx->claim) != 0;
+}
+
+// Records a failure unless one is already recorded. Any thread may call it.
+__device__ __forceinline__ void mnv_dev_error_record(mnv_error_ctx* ctx, int kind, int rank, int peer, int tag,
+                                                  long long expected, long long seen, long long waited_ns,
+                                                  long long detail) {
+    if (ctx == nullptr) {
+        return;
+    }
+    if (atomicCAS(&ctx->claim, 0, kind) != 0) {
+        return;
+    }
+    mnv_error_record* r = *reinterpret_cast<mnv_error_record* volatile*>(&ctx->record);
+    r->rank = rank;
+    r->peer = peer;
+    r->tag = tag;
+    r->expected = expected;
+    r->seen = seen;
+    r->waited_ns = waited_ns;
+    r->detail = detail;
+    __threadfence_system();
+    r->kind = kind;
+    __threadfence_system();
+}
+
+// Waits until *sig >= value, at most timeout_ns of global time. Returns 0 when the value
+// arrived, 1 on timeout (recorded in ctx as `kind`). One thread calls it.
+__device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t value, uint64_t timeout_ns,
+                                            mnv_error_ctx* ctx, int kind, int rank, int peer, int tag) {
+    uint64_t seen = mnv_dev_load_acquire_sys(sig);
+    if (seen >= value) {
+        return 0;
+    }
+    const uint64_t start = mnv_dev_global_time_ns();
+    unsigned polls = 0;
+    while (true) {
+        seen = mnv_dev_load_acquire_sys(sig);
+        if (seen >= value) {
+            return 0;
+        }
+        const uint64_t waited = mnv_dev_global_time_ns() - start;
+        if (waited >= timeout_ns) {
+            mnv_dev_error_record(ctx, kind, rank, peer, tag, (long long)value, (long long)seen, (long long)waited, 0);
+            return 1;
+        }
+        // Poll hard for the first few microseconds (decode latency), then back off a little
+        // so a long wait does not hammer the memory system.
+        if (++polls > 256) {
+            __nanosleep(polls > 4096 ? 1000 : 100);
+        }
+    }
+}
+
+#endif  // MOECOMM_NVSHMEM_DEVICE_CUH

@@ -1,0 +1,123 @@
+package org.moecomm.bridge.cuda;
+
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * A kernel entry of a {@link CudaModule}.
+ *
+ * <p>Launch parameters are 8-byte slots, one per kernel parameter in order: the driver reads as
+ * many bytes from each slot as the parameter has, so 32-bit values sit in the low half
+ * ({@link #param(int)}, {@link #param(float)}, {@link #param(long)}, {@link #param(Buf)}).
+ */
+public final class CudaFunction {
+    /** {@code CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK}. */
+    public static final int ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+    /** {@code CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES} (static shared memory). */
+    public static final int ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+    /** {@code CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES} (per-thread local memory: spills, stack). */
+    public static final int ATTRIBUTE_LOCAL_SIZE_BYTES = 3;
+    /** {@code CU_FUNC_ATTRIBUTE_NUM_REGS}. */
+    public static final int ATTRIBUTE_NUM_REGS = 4;
+    /** {@code CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES}. */
+    public static final int ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+
+    private final CudaModule module;
+    private final String name;
+    private final long handle;
+
+    CudaFunction(CudaModule module, String name, long handle) {
+        this.module = module;
+        this.name = name;
+        this.handle = handle;
+    }
+
+    public static long param(int v) {
+        return v & 0xffff_ffffL;
+    }
+
+    public static long param(float v) {
+        return Float.floatToRawIntBits(v) & 0xffff_ffffL;
+    }
+
+    public static long param(long v) {
+        return v;
+    }
+
+    /** A device buffer's address. */
+    public static long param(Buf deviceBuf) {
+        return deviceBuf.address();
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public long handle() {
+        module.ensureOpen();
+        return handle;
+    }
+
+    public CudaModule module() {
+        return module;
+    }
+
+    /**
+     * Enqueues a launch of {@code gridX x gridY x gridZ} blocks of {@code blockX x blockY x blockZ}
+     * threads with {@code sharedBytes} of dynamic shared memory on {@code stream}.
+     */
+    public void launch(CudaStream stream, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
+            int sharedBytes, long... params) {
+        module.ensureOpen();
+        module.context().bind();
+        int rc = CudaNative.mcLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                stream.handle(), params, params.length);
+        if (rc != Cuda.CUDA_SUCCESS) {
+            Cuda.check(rc, "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
+                    + blockX + "x" + blockY + "x" + blockZ + ", shared " + sharedBytes + ")");
+        }
+    }
+
+    /** Enqueues a one-dimensional-block launch: {@code gridX x gridY} blocks of {@code threads}. */
+    public void launch(CudaStream stream, int gridX, int gridY, int threads, long... params) {
+        launch(stream, gridX, gridY, 1, threads, 1, 1, 0, params);
+    }
+
+    /** A {@code CUfunction_attribute}. */
+    public int attribute(int cuFunctionAttribute) {
+        module.ensureOpen();
+        module.context().bind();
+        int[] out = new int[1];
+        Cuda.check(CudaNative.mcFuncGetAttribute(out, cuFunctionAttribute, handle),
+                "cuFuncGetAttribute(" + name + ", " + cuFunctionAttribute + ")");
+        return out[0];
+    }
+
+    public int numRegisters() {
+        return attribute(ATTRIBUTE_NUM_REGS);
+    }
+
+    public int maxThreadsPerBlock() {
+        return attribute(ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    }
+
+    public int staticSharedBytes() {
+        return attribute(ATTRIBUTE_SHARED_SIZE_BYTES);
+    }
+
+    public int localBytesPerThread() {
+        return attribute(ATTRIBUTE_LOCAL_SIZE_BYTES);
+    }
+
+    /** Allows launches with up to {@code bytes} of dynamic shared memory (above 48 KiB needs this). */
+    public void setMaxDynamicSharedBytes(int bytes) {
+        module.ensureOpen();
+        module.context().bind();
+        Cuda.check(CudaNative.mcFuncSetAttribute(handle, ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+                "cuFuncSetAttribute(" + name + ", MAX_DYNAMIC_SHARED_SIZE_BYTES, " + bytes + ")");
+    }
+
+    @Override
+    public String toString() {
+        return "CudaFunction[" + name + "]";
+    }
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the JMH suite of the CPU backend and writes its JSON under benchmarks/results/
+# (file named by date and machine). Extra arguments go to JMH (for example -p tokens=1).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jar="$root/benchmarks/target/moecomm-benchmarks.jar"
+[ -f "$jar" ] || "$root/scripts/install.sh"
+java_home=$("$root/scripts/java-home.sh")
+mkdir -p "$root/benchmarks/results"
+out="$root/benchmarks/results/$(date -u +%Y-%m-%d)-$(uname -m)-$(nproc)cpu-jmh-cpu-backend.json"
+"$java_home/bin/java" --enable-native-access=ALL-UNNAMED -jar "$jar" jmh CpuBackendBenchmark -rf json -rff "$out" "$@"
+echo "results: ${out#"$root"/}"

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Builds the NVSHMEM bridge's native library (libjniNvshmemNative.so) and the device functions
+# for compiled Java kernels (moe_nvshmem_devfns.fatbin).
+#
+# Usage: scripts/gpu-nvshmem-build.sh [MODE]
+#   build      (default; on the GPU machine) compile and link against the NVSHMEM wheel;
+#              writes into $MOECOMM_NVSHMEM_OUT (default nvshmem-bridge/target/nvshmem-native)
+#              the library, the fatbin and env.sh (exports MOECOMM_NVSHMEM_LIB, LD_LIBRARY_PATH,
+#              MOECOMM_NVSHMEM_DEVFNS). Needs what `prepare` staged in .gpu-carry/nvshmem-jni.
+#   prepare    (on the development machine, after scripts/make-gpu-bundle.sh, which empties
+#              .gpu-carry) generates JavaCPP's JNI glue for NvshmemNative (-nocompile) into
+#              .gpu-carry/nvshmem-jni/glue, stages jni.h and jni_md.h of the local JDK into
+#              .gpu-carry/nvshmem-jni/include (the GPU machine has no JDK headers), and
+#              compile-checks the glue against them. Needs the bridge built (mvn install).
+#   check      (anywhere with nvcc) compile-checks the CUDA sources against NVSHMEM headers:
+#              $NVSHMEM_INCLUDE, else the wheel's, else .nvshmem-src/src/include (NVSHMEM's
+#              public source tree, git-ignored; its .h.in files must be configured).
+#
+# Environment: NVSHMEM_HOME (folder with include/ and lib/; default: the Python wheel
+# nvidia.nvshmem), CUDA_HOME, JNI_INCLUDE (folder with jni.h), CUDA_ARCH (default 90a),
+# MOECOMM_NVSHMEM_OUT, MAVEN_REPO (default ~/.m2/repository). Every command is printed; any
+# failure stops the script.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+src="$root/nvshmem-bridge/src/main/cpp/nvshmem"
+carry="$root/.gpu-carry/nvshmem-jni"
+gen="$carry/glue"
+carry_jni="$carry/include"
+mode="${1:-build}"
+arch="${CUDA_ARCH:-90a}"
+
+say() { echo "[gpu-nvshmem-build] $*" >&2; }
+die() { echo "[gpu-nvshmem-build] ERROR: $*" >&2; exit 1; }
+run() { echo "+ $*" >&2; "$@"; }
+
+find_cuda_home() {
+  if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then echo "$CUDA_HOME"; return; fi
+  if command -v nvcc >/dev/null 2>&1; then
+    # nvcc on PATH may be a wrapper script: ask it where its installation is
+    local top real
+    top=$(nvcc --dryrun -E -x cu /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -n1)
+    if [ -n "$top" ] && [ -x "$top/bin/nvcc" ]; then (cd "$top" && pwd -P); return; fi
+    real=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+    if [ -x "$real/bin/nvcc" ] && [ -d "$real/include" ]; then echo "$real"; return; fi
+  fi
+  for d in /usr/local/cuda; do
+    if [ -x "$d/bin/nvcc" ]; then echo "$d"; return; fi
+  done
+  die "nvcc not found: set CUDA_HOME"
+}
+
+find_nvshmem_home() {
+  if [ -n "${NVSHMEM_HOME:-}" ]; then echo "$NVSHMEM_HOME"; return; fi
+  local py
+  for py in python3 python; do
+    if command -v "$py" >/dev/null 2>&1; then
+      local d
+      d=$("$py" -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+      if [ -n "$d" ] && [ -f "$d/include/nvshmem.h" ]; then echo "$d"; return; fi
+    fi
+  done
+  return 1
+}
+
+find_jni_include() {
+  local c
+  local jdk=""
+  if [ -x "$root/scripts/java-home.sh" ]; then jdk=$("$root/scripts/java-home.sh" 2>/dev/null || true); fi
+  for c in "${JNI_INCLUDE:-}" "${JAVA_HOME:+$JAVA_HOME/include}" "${jdk:+$jdk/include}" "$carry_jni"; do
+    if [ -n "$c" ] && [ -f "$c/jni.h" ] && [ -f "$c/linux/jni_md.h" ]; then echo "$c"; return; fi
+  done
+  if command -v javac >/dev/null 2>&1; then
+    c="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")/include"
+    if [ -f "$c/jni.h" ]; then echo "$c"; return; fi
+  fi
+  for c in /usr/lib/jvm/*/include; do
+    if [ -f "$c/jni.h" ] && [ -f "$c/linux/jni_md.h" ]; then echo "$c"; return; fi
+  done
+  return 1
+}
+
+check_glue_present() {
+  [ -f "$gen/jniNvshmemNative.cpp" ] && [ -f "$gen/jnijavacpp.cpp" ] \
+    || die "the JNI glue is missing from $gen: run 'scripts/gpu-nvshmem-build.sh prepare' on the development machine \
+(after scripts/make-gpu-bundle.sh) and carry .gpu-carry"
+}
+
+generate_glue() {
+  local java_home jar ver classes
+  java_home=$("$root/scripts/java-home.sh")
+  ver=$(sed -n 's:.*<javacpp.version>\(.*\)</javacpp.version>.*:\1:p' "$root/pom.xml" | head -n1)
+  [ -n "$ver" ] || die "javacpp.version not found in pom.xml"
+  jar="${MAVEN_REPO:-$HOME/.m2/repository}/org/bytedeco/javacpp/$ver/javacpp-$ver.jar"
+  [ -f "$jar" ] || die "JavaCPP $ver not found at $jar (build the project once with Maven)"
+  classes="$root/nvshmem-bridge/target/classes"
+  [ -f "$classes/org/moecomm/bridge/nvshmem/NvshmemNative.class" ] \
+    || die "NvshmemNative.class missing: build first (mvn install -pl kernels,nvshmem-bridge)"
+  local tmp
+  tmp=$(mktemp -d)
+  run "$java_home/bin/java" -jar "$jar" -cp "$classes" -nocompile -d "$tmp" org.moecomm.bridge.nvshmem.NvshmemNative
+  run mkdir -p "$gen"
+  run cp "$tmp/jniNvshmemNative.cpp" "$tmp/jnijavacpp.cpp" "$gen/"
+  rm -rf "$tmp"
+  say "generated the JNI glue in $gen (JavaCPP $ver)"
+}
+
+mode_prepare() {
+  generate_glue
+  local jni
+  jni=$(find_jni_include) || die "no jni.h found (set JNI_INCLUDE or JAVA_HOME)"
+  if [ "$jni" != "$carry_jni" ]; then
+    run mkdir -p "$carry_jni/linux"
+    run cp "$jni/jni.h" "$carry_jni/jni.h"
+    run cp "$jni/linux/jni_md.h" "$carry_jni/linux/jni_md.h"
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  for f in jniNvshmemNative jnijavacpp; do
+    run g++ -std=c++11 -O2 -fPIC -fvisibility=hidden -I"$carry_jni" -I"$carry_jni/linux" -I"$src" \
+      -c "$gen/$f.cpp" -o "$tmp/$f.o"
+  done
+  rm -rf "$tmp"
+  say "staged JNI headers in $carry_jni; the JNI glue in $gen compiles"
+}
+
+mode_check() {
+  local cuda inc home
+  cuda=$(find_cuda_home)
+  if [ -n "${NVSHMEM_INCLUDE:-}" ]; then inc="$NVSHMEM_INCLUDE"
+  elif home=$(find_nvshmem_home); then inc="$home/include"
+  else inc="$root/.nvshmem-src/src/include"; fi
+  [ -f "$inc/nvshmem.h" ] || die "no NVSHMEM headers at $inc (set NVSHMEM_INCLUDE)"
+  [ -f "$inc/non_abi/nvshmem_version.h" ] || die "$inc/non_abi/nvshmem_version.h missing (configure the .h.in files)"
+  say "compile-checking against $inc"
+  local tmp
+  tmp=$(mktemp -d)
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" -Xcompiler -fPIC \
+    -Xcompiler -Wall -I"$inc" -I"$src" -c "$src/moe_nvshmem.cu" -o "$tmp/moe_nvshmem.o"
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" \
+    -gencode "arch=compute_$arch,code=compute_$arch" -I"$inc" -I"$src" -fatbin "$src/moe_nvshmem_devfns.cu" \
+    -o "$tmp/moe_nvshmem_devfns.fatbin"
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -arch="sm_$arch" -I"$inc" -I"$src" -ptx \
+    "$src/moe_nvshmem_devfns.cu" -o "$tmp/moe_nvshmem_devfns.ptx"
+  local missing=0
+  for fn in mnvd_ptr mnvd_put_signal_warp mnvd_put_signal_block mnvd_put_nbi_warp mnvd_signal_op mnvd_fence \
+            mnvd_quiet mnvd_wait_ge; do
+    if ! grep -q "^\.visible \.func.* $fn(" "$tmp/moe_nvshmem_devfns.ptx"; then
+      echo "missing exported device function $fn" >&2; missing=1
+    fi
+  done
+  [ "$missing" = 0 ] || die "device functions not exported as expected"
+  rm -rf "$tmp"
+  say "CUDA sources compile against $inc"
+}
+
+mode_build() {
+  check_glue_present
+  local cuda home inc lib jni out obj cudalib
+  cuda=$(find_cuda_home)
+  home=$(find_nvshmem_home) || die "NVSHMEM not found: install the nvidia-nvshmem-cu13 wheel or set NVSHMEM_HOME"
+  inc="$home/include"
+  lib="$home/lib"
+  [ -f "$inc/nvshmem.h" ] || die "$inc/nvshmem.h missing"
+  [ -f "$lib/libnvshmem_device.a" ] || die "$lib/libnvshmem_device.a missing"
+  [ -e "$lib/libnvshmem_host.so.3" ] || die "$lib/libnvshmem_host.so.3 missing"
+  jni=$(find_jni_include) || die "no jni.h: run 'scripts/gpu-nvshmem-build.sh prepare' on the development machine \
+(stages it in .gpu-carry/nvshmem-jni/include) and carry .gpu-carry, or set JNI_INCLUDE"
+  cudalib="$cuda/lib64"
+  [ -f "$cudalib/libcudart_static.a" ] || cudalib="$cuda/targets/x86_64-linux/lib"
+  [ -f "$cudalib/libcudart_static.a" ] || die "libcudart_static.a not found under $cuda"
+  out="${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}"
+  obj="$out/obj"
+  run mkdir -p "$obj"
+  say "NVSHMEM: $home"
+  say "CUDA: $cuda ($("$cuda/bin/nvcc" --version | tail -n1))"
+  say "JNI headers: $jni"
+  local gencode=(-gencode "arch=compute_$arch,code=sm_$arch")
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true "${gencode[@]}" -Xcompiler -fPIC -I"$inc" -I"$src" \
+    -c "$src/moe_nvshmem.cu" -o "$obj/moe_nvshmem.o"
+  # Device link: the bridge's kernels against NVSHMEM's device library.
+  run "$cuda/bin/nvcc" "${gencode[@]}" -Xcompiler -fPIC -dlink "$obj/moe_nvshmem.o" "$lib/libnvshmem_device.a" \
+    -o "$obj/moe_nvshmem_dlink.o"
+  for f in jniNvshmemNative jnijavacpp; do
+    run g++ -std=c++11 -O2 -fPIC -I"$jni" -I"$jni/linux" -I"$src" -c "$gen/$f.cpp" -o "$obj/$f.o"
+  done
+  # Final link: libnvshmem_device.a again (it holds host code too), libnvshmem_host.so.3 by file name.
+  run g++ -shared -o "$out/libjniNvshmemNative.so" "$obj/moe_nvshmem.o" "$obj/moe_nvshmem_dlink.o" \
+    "$obj/jniNvshmemNative.o" "$obj/jnijavacpp.o" "$lib/libnvshmem_device.a" \
+    -L"$lib" -l:libnvshmem_host.so.3 -L"$cudalib" -lcudadevrt -lcudart_static -ldl -lpthread -lrt \
+    -Wl,-rpath,"$lib" -Wl,--no-undefined
+  # Relocatable device functions for kernels compiled from Java (linked at load time with
+  # libnvshmem_device.a by the CUDA driver's linker).
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true "${gencode[@]}" -gencode "arch=compute_$arch,code=compute_$arch" \
+    -I"$inc" -I"$src" -fatbin "$src/moe_nvshmem_devfns.cu" -o "$out/moe_nvshmem_devfns.fatbin"
+  # Sanity: the JNI entry points are exported and every dependency resolves.
+  local n
+  n=$(nm -D --defined-only "$out/libjniNvshmemNative.so" | grep -c ' Java_org_moecomm_bridge_nvshmem_NvshmemNative_' || true)
+  [ "$n" -ge 20 ] || die "only $n JNI entry points exported by $out/libjniNvshmemNative.so"
+  if ldd "$out/libjniNvshmemNative.so" | grep -q 'not found'; then
+    ldd "$out/libjniNvshmemNative.so" >&2
+    die "unresolved shared library dependencies"
+  fi
+  cat > "$out/env.sh" <<EOF
+# Written by scripts/gpu-nvshmem-build.sh: source it before running the GPU tests.
+export MOECOMM_NVSHMEM_LIB="$out/libjniNvshmemNative.so"
+export MOECOMM_NVSHMEM_DEVFNS="$out/moe_nvshmem_devfns.fatbin"
+export MOECOMM_NVSHMEM_DEVICE_LIB="$lib/libnvshmem_device.a"
+export LD_LIBRARY_PATH="$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+EOF
+  say "built $out/libjniNvshmemNative.so ($n JNI entry points) and $out/moe_nvshmem_devfns.fatbin"
+  say "environment for the tests: source $out/env.sh"
+  echo "MOECOMM_NVSHMEM_LIB=$out/libjniNvshmemNative.so"
+}
+
+case "$mode" in
+  build) mode_build ;;
+  prepare) mode_prepare ;;
+  check) mode_check ;;
+  -h|--help|help) sed -n '2,23p' "$0" ;;
+  *) die "unknown mode '$mode' (build, prepare, check)" ;;
+esac

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, in the repository root: builds the NVSHMEM bridge's native library
+# (scripts/gpu-nvshmem-build.sh build), makes it visible to the tests, starts the MPS daemon for
+# the multi-PE tests (when it is not running and MOECOMM_MPS is not 0), runs scripts/gpu-check.sh
+# with the arguments given, and stops the daemon again if it started it.
+#
+# On the development machine first:
+#   scripts/make-gpu-bundle.sh && scripts/gpu-nvshmem-build.sh prepare
+# (prepare generates the JNI glue and stages jni.h into .gpu-carry/nvshmem-jni, which the
+# bundle script empties, so it comes second), then carry
+# .gpu-carry and run `bash scripts/gpu-nvshmem-check.sh`.
+#
+# Exit status: gpu-check.sh's, or 5 when the native build failed (the GPU check still runs, so
+# the other GPU tests report, but the NVSHMEM tests could not have passed).
+# Writes $OUT/nvshmem-build.log. MOECOMM_REQUIRE_NVSHMEM=1 is exported after a successful build:
+# the NVSHMEM tests then fail, instead of skipping, when the bridge does not load.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+say() { echo "[gpu-nvshmem-check] $*"; }
+
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+
+build_rc=0
+say "building the NVSHMEM bridge"
+bash "$root/scripts/gpu-nvshmem-build.sh" build 2>&1 | tee "$out/nvshmem-build.log"
+build_rc=${PIPESTATUS[0]}
+native="${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}"
+if [ "$build_rc" -eq 0 ] && [ -f "$native/env.sh" ]; then
+  # shellcheck disable=SC1091
+  source "$native/env.sh"
+  export MOECOMM_REQUIRE_NVSHMEM=1
+  say "MOECOMM_NVSHMEM_LIB=$MOECOMM_NVSHMEM_LIB"
+  nvshmem_lib_dir=$(dirname "$(readlink -f "${MOECOMM_NVSHMEM_DEVICE_LIB}")")
+  if command -v readelf >/dev/null 2>&1; then
+    say "libnvshmem_host.so.3 dynamic section (RUNPATH decides where its plugins are found):"
+    readelf -d "$nvshmem_lib_dir/libnvshmem_host.so.3" | grep -E 'RUNPATH|RPATH|NEEDED' || true
+  fi
+  ls "$nvshmem_lib_dir" || true
+else
+  say "FAILED to build the NVSHMEM bridge (status $build_rc): its tests will skip; see $out/nvshmem-build.log"
+  build_rc=${build_rc:-1}
+  [ "$build_rc" -eq 0 ] && build_rc=1
+fi
+
+started_mps=0
+if [ "${MOECOMM_MPS:-1}" != 0 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  if pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+    say "an MPS control daemon is already running: using it"
+  elif nvidia-cuda-mps-control -d; then
+    started_mps=1
+    say "started the MPS control daemon (several PEs share the GPU concurrently)"
+  else
+    say "could not start the MPS daemon: the multi-PE tests time-slice the GPU (correct, slower)"
+  fi
+fi
+
+bash "$root/scripts/gpu-check.sh" "$@"
+check_rc=$?
+
+if [ "$started_mps" = 1 ]; then
+  echo quit | nvidia-cuda-mps-control && say "stopped the MPS control daemon"
+fi
+if [ "$build_rc" -ne 0 ]; then
+  say "GPU check status $check_rc, but the NVSHMEM bridge did not build: failing"
+  exit 5
+fi
+exit "$check_rc"

@@ -59,6 +59,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   const int m = clampi(numTokens[0], 0, maxTokens);
   const long regionRow = long(dest / groupSize) * maxTokens;
   const bool serves = dest % groupSize == member;
+  const bool leader = blockIdx.y == 0;  // the y blocks of a destination share the copies
   const int width = min(kWarp, threads), warp = tid / width, lane = tid % width, warps = threads / width;
   const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
   const int scaleWords = align16(4 * scalesPerToken) >> 2;
@@ -85,18 +86,20 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int chunkRow = scanRows[src + tid] - hasRow;
     const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
     const int chunkRows = scanRows[src + threads - 1], chunkPairs = scanPairs[src + threads - 1];
-    if (t < m) {
+    if (t < m && leader) {
       int location = dest * pairsPerRegion + pairBase;
       for (int k = 0; k < topK; k++) {
         const int id = indices[t * topK + k], local = id - first;
         if (local >= 0 && local < expertsPerRank) pairLocation[t * topK + k] = location++;
         else if (dest == 0 && (id < 0 || id >= numExperts)) pairLocation[t * topK + k] = -1;
       }
+    }
+    if (t < m) {
       if (hasRow) { rowToken[chunkRow] = t; rowPairBase[chunkRow] = pairBase; rowPairs[chunkRow] = pairs; }
     }
     __syncthreads();
     if (serves && warp < warps) {
-      for (int r = warp; r < chunkRows; r += warps) {
+      for (int r = blockIdx.y * warps + warp; r < chunkRows; r += gridDim.y * warps) {
         const int tok = rowToken[r];
         const long rowByte = (regionRow + rowsBefore + r) * rowBytes;
         uint4* dst = reinterpret_cast<uint4*>(dispatchSend + rowByte);
@@ -125,7 +128,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     pairsBefore += chunkPairs;
     __syncthreads();
   }
-  if (serves && tid == 0) sendRows[dest / groupSize] = rowsBefore;
+  if (serves && leader && tid == 0) sendRows[dest / groupSize] = rowsBefore;
 }
 
 extern "C" __global__ void reduce_twin(const void* combineRecv, const int* pairLocation, const float* weights,

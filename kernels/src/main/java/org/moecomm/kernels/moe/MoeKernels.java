@@ -43,12 +43,17 @@ public final class MoeKernels {
     }
 
     /**
-     * Dispatch, step 1: one block per destination rank {@code d} (grid {@code W} blocks).
+     * Dispatch, step 1: grid {@code W x Y} blocks, {@code x} = destination rank {@code d}.
      * Numbers the tokens routed to {@code d} (rows {@code j}) and their pairs ({@code q}) in
      * token order, writes {@code pairLocation[t][k] = d*M*Kd + q} for every {@code k} routed to
      * {@code d} (block 0 also writes -1 for ids that route nowhere), and, when this member
      * serves {@code d}, writes the rows into {@code dispatchSend} region {@code d/G} and their
      * count into {@code sendRows[d/G]}.
+     *
+     * <p>The {@code Y} blocks of one destination share the row copies (the bytes); each of them
+     * repeats the cheap numbering (it reads only the indices), and only {@code y = 0} writes
+     * {@code pairLocation} and {@code sendRows}. One block per destination would leave most of a
+     * large GPU idle, since a destination's rows are megabytes.
      *
      * @param numTokens int32 {@code [1]}: m, the valid tokens; clamped to {@code [0, maxTokens]}
      * @param pairsPerRegion {@code M*Kd}: pair rows of one source's region of the combine buffers
@@ -60,6 +65,7 @@ public final class MoeKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
+        boolean leader = ctx.groupIdy() == 0;
         int firstExpert = dest * expertsPerRank;
         int numExperts = ctx.numGroupsX() * expertsPerRank;
         int m = clamp(numTokens.getInt(0), 0, maxTokens);
@@ -108,8 +114,10 @@ public final class MoeKernels {
             int chunkPairs = scanPairs[src + threads - 1];
 
             if (t < m) {
-                writePairLocations(indices, pairLocation, t, topK, firstExpert, expertsPerRank, numExperts,
-                        dest * pairsPerRegion + pairBase, dest);
+                if (leader) {
+                    writePairLocations(indices, pairLocation, t, topK, firstExpert, expertsPerRank, numExperts,
+                            dest * pairsPerRegion + pairBase, dest);
+                }
                 if (hasRow == 1) {
                     rowToken[chunkRow] = t;
                     rowPairBase[chunkRow] = pairBase;
@@ -128,13 +136,14 @@ public final class MoeKernels {
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        if (dest % groupSize == member && tid == 0) {
+        if (dest % groupSize == member && tid == 0 && leader) {
             sendRows.setInt(dest / groupSize, rowsBefore);
         }
     }
 
     /**
-     * Dispatch, step 2: one block per source group {@code g} (grid {@code NG} blocks). For each
+     * Dispatch, step 2: grid {@code NG x Y} blocks, {@code x} = source group {@code g}; the
+     * {@code Y} blocks of a group take its rows in turns of equal chunks. For each
      * received row and each of its pairs {@code p} (local expert {@code l}), takes
      * {@code slot = atomicAdd(expertNumTokens[l], 1)}, copies the token and its scales to
      * {@code expertX[l][slot]} and {@code expertXScale[l][slot]}, and records
@@ -157,7 +166,9 @@ public final class MoeKernels {
         int originBase = group * pairsPerRegion;
         // Kd bounds the pairs of a row; chunks hold as many rows as their pairs fit in shared memory.
         int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
-        int chunkRows = min(threads, SCATTER_PAIRS / kd);
+        int blocks = ctx.numGroupsY();
+        // Rows per chunk: as many as shared memory holds, but few enough that all Y blocks get some.
+        int chunkRows = max(1, min(min(threads, SCATTER_PAIRS / kd), (rows + blocks - 1) / blocks));
 
         int[] pairSlot = ctx.allocateIntLocalArray(SCATTER_PAIRS);
         int[] pairExpert = ctx.allocateIntLocalArray(SCATTER_PAIRS);
@@ -168,7 +179,7 @@ public final class MoeKernels {
         int lane = tid - warp * width;
         int warps = threads / width;
 
-        for (int chunk = 0; chunk < rows; chunk += chunkRows) {
+        for (int chunk = ctx.groupIdy() * chunkRows; chunk < rows; chunk += blocks * chunkRows) {
             int n = min(chunkRows, rows - chunk);
             // Phase 1: one thread per row takes a slot per pair (the order among rows is free).
             if (tid < n) {
@@ -205,7 +216,7 @@ public final class MoeKernels {
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        if (tid == 0) {
+        if (tid == 0 && ctx.groupIdy() == 0) {
             // Pairs are numbered contiguously in row order: the last row ends the count.
             int total = 0;
             if (rows > 0) {
@@ -329,8 +340,10 @@ public final class MoeKernels {
         int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole warp (block sizes not a multiple of 32) only wait.
+        // The chunk's rows are dealt to the warps of all Y blocks of this destination.
+        int allWarps = ctx.numGroupsY() * warps;
         if (warp < warps) {
-            for (int r = warp; r < rows; r += warps) {
+            for (int r = ctx.groupIdy() * warps + warp; r < rows; r += allWarps) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
@@ -411,6 +424,10 @@ public final class MoeKernels {
 
     private static int min(int a, int b) {
         return a < b ? a : b;
+    }
+
+    private static int max(int a, int b) {
+        return a > b ? a : b;
     }
 
     private static int clamp(int v, int lo, int hi) {

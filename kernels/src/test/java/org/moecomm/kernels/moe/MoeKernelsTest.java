@@ -42,6 +42,9 @@ class MoeKernelsTest {
     private final Arena arena = Arena.ofShared();
     private final CpuKernelRunner runner = new CpuKernelRunner();
 
+    /** Blocks per destination (pack) or source group (scatter): the y extent of their grids. */
+    private int blocksY = 1;
+
     @AfterEach
     void close() {
         arena.close();
@@ -221,7 +224,7 @@ class MoeKernelsTest {
         Buf send = poisoned((long) c.ng() * c.m() * c.rowBytes(), POISON);
         Buf sendRows = poisoned(4L * c.ng(), POISON);
         Buf pairLocation = poisoned(4L * c.m() * c.k(), LOCATION_POISON);
-        runner.launch(PACK, Grid.of(c.w(), threads), bytes(tk.x()), floats(tk.scales()), ints(tk.indices()),
+        runner.launch(PACK, Grid.of(c.w(), blocksY, threads), bytes(tk.x()), floats(tk.scales()), ints(tk.indices()),
                 ints(new int[] {numTokens}), send, sendRows, pairLocation, c.xBytes(), c.s(), c.k(), c.l(), c.g(),
                 member, c.rowBytes(), c.m(), c.maxPairs());
         return new PackOut(send, sendRows, pairLocation);
@@ -347,7 +350,7 @@ class MoeKernelsTest {
         Buf expertXScale = poisoned(Math.max(4, 4L * l * c.capacity() * c.s()), POISON);
         Buf expertOrigin = poisoned(4L * l * c.capacity(), POISON);
         Buf pairsFromGroup = poisoned(4L * c.ng(), POISON);
-        runner.launch(SCATTER, Grid.of(c.ng(), threads), recv, signalBuf, expertNumTokens, expertX, expertXScale,
+        runner.launch(SCATTER, Grid.of(c.ng(), blocksY, threads), recv, signalBuf, expertNumTokens, expertX, expertXScale,
                 expertOrigin, pairsFromGroup, c.xBytes(), c.s(), c.k(), c.rowBytes(), c.m(), c.ng(), c.maxPairs());
 
         // expected: for each local expert, origin -> (group, token)
@@ -570,7 +573,7 @@ class MoeKernelsTest {
             Buf expertXScale = poisoned(Math.max(4, 4L * c.l() * c.capacity() * c.s()), POISON);
             Buf expertOrigin = poisoned(4L * c.l() * c.capacity(), POISON);
             Buf pairsFromGroup = poisoned(4L * c.ng(), POISON);
-            runner.launch(SCATTER, Grid.of(c.ng(), threads), recv[d], signals[d], expertNumTokens, expertX,
+            runner.launch(SCATTER, Grid.of(c.ng(), blocksY, threads), recv[d], signals[d], expertNumTokens, expertX,
                     expertXScale, expertOrigin, pairsFromGroup, c.xBytes(), c.s(), c.k(), c.rowBytes(), c.m(), c.ng(),
                     c.maxPairs());
             byte[] xs = read(expertX, 0, (int) expertX.byteSize());
@@ -644,6 +647,18 @@ class MoeKernelsTest {
     void fourRankRoundWithGroupsOfTwo() {
         roundTrip(new Cfg(4, 2, 2, 3, 144, 24, true), 3);
         roundTrip(new Cfg(4, 1, 3, 4, 64, 20, false), 4);
+    }
+
+    @Test
+    void severalBlocksPerRankShareTheWorkWithTheSameResults() {
+        blocksY = 3;
+        packMatchesReference(4, 2, 2, 3, 128, 70, true, 70, 100);
+        packMatchesReference(4, 1, 3, 4, 272, 300, true, 300, 256);
+        scatterMatchesReference(4, 1, 3, 4, 272, 300, true, 256);
+        scatterMatchesReference(2, 2, 2, 2, 128, 40, true, 100);
+        roundTrip(new Cfg(4, 2, 2, 3, 144, 24, true), 5);
+        blocksY = 7;
+        roundTrip(new Cfg(4, 1, 3, 4, 64, 20, false), 6);
     }
 
     @Test

@@ -8,6 +8,7 @@
 #   tests/         one jar of test classes per module (the roots the test launcher scans)
 #   tools/         junit-platform-console-standalone (JUnit 5 launcher, matching the build's JUnit)
 #   native/        the JNI libraries built here (also inside the bridge jar; kept for inspection)
+#   twins/         twins.ptx: the CUDA C++ twins of the kernels, built with nvcc (scripts/build-twins-ptx.sh)
 #   BUNDLE.txt     what was built, from which commit, and the sizes
 #
 # Usage: scripts/make-gpu-bundle.sh            (builds all modules)
@@ -17,6 +18,7 @@
 #   BUNDLE_SKIP_BUILD=1                        reuse the jars already in */target
 #   BUNDLE_EXTRA_MODULES=java.desktop          more JDK modules for the runtime (comma-separated)
 #   BUNDLE_JRE_XZ=1                            pack the runtime with xz instead of gzip
+#   BUNDLE_SKIP_TWINS=1                        do not build twins/twins.ptx (the kernel benchmark's CUDA C++ twins)
 #   MAVEN_ARGS="-o"                            extra Maven arguments (offline, say)
 # Then run on the GPU machine (device tool): carry .gpu-carry, command `bash scripts/gpu-check.sh`.
 set -euo pipefail
@@ -85,6 +87,21 @@ for m in $modules; do
   fi
   bundled+=("$m")
 done
+
+# ---- CUDA C++ twins for the kernel benchmark (scripts/build-twins-ptx.sh) -------------------------
+# twins/twins.ptx: benchmarks/src/main/cuda/twins.cu compiled here with nvcc -ptx -arch=sm_90a, so the
+# GPU machine needs no nvcc (scripts/gpu-bench.sh passes it to the benchmark). Without nvcc, or when
+# it fails, the bundle is still made and the benchmark reports that it has no twins.
+if [ "${BUNDLE_SKIP_TWINS:-0}" != 1 ]; then
+  step "building the CUDA C++ twins' PTX"
+  twins_rc=0
+  "$root/scripts/build-twins-ptx.sh" "$stage/twins" || twins_rc=$?
+  if [ "$twins_rc" -ne 0 ]; then
+    echo "WARNING: no twins PTX (scripts/build-twins-ptx.sh exit status $twins_rc): the kernel benchmark will time no twins" >&2
+    rm -rf "$stage/twins"
+  fi
+fi
+# ----------------------------------------------------------------------------------------------------
 
 # The runtime is rebuilt only when the JDK, the module list or the packing changes (it is the slow
 # part): jre.stamp records what the existing one was made from. The modules image is left

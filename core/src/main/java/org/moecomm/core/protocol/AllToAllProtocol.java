@@ -43,6 +43,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     /** Threads per block of every MoE kernel. */
     static final int THREADS = MoeKernels.THREADS;
+    /** Cap on the y extent of the pack and scatter grids (each of pack's blocks repeats the numbering). */
+    static final int MAX_BLOCKS_PER_UNIT = 64;
     /** Rows of one local expert that one gather block copies at most (the launch's y extent is capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
 
@@ -171,7 +173,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 writeInt(numTokens, count);
             }
             int s = config.scalesPerToken();
-            runner.launch(PACK, Grid.of(config.worldSize(), THREADS), in.x().buf(),
+            runner.launch(PACK, Grid.of(config.worldSize(), blocksPer(config.worldSize()), THREADS), in.x().buf(),
                     in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf,
                     dispatchSend.local(), sendRows, pairLocation, layout.xBytes(), s, config.topK(),
                     config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
@@ -210,7 +212,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                         "dispatch[" + g + "]");
             }
             long t1 = System.nanoTime();
-            runner.launch(SCATTER, Grid.of(config.numGroups(), THREADS), dispatchRecv.local(),
+            runner.launch(SCATTER, Grid.of(config.numGroups(), blocksPer(config.numGroups()), THREADS), dispatchRecv.local(),
                     signals.local().slice(0, 8L * config.numGroups()), counts, out.expertX().buf(),
                     out.expertXScale() != null ? out.expertXScale().buf() : dummy, expertOrigin, pairsFromGroup,
                     layout.xBytes(), config.scalesPerToken(), config.topK(), layout.rowBytes(),
@@ -222,6 +224,15 @@ public final class AllToAllProtocol implements MoeAllToAll {
                         sumInts(counts, config.expertsPerRank()), micros(t1 - t0), micros(t2 - t1));
             }
         });
+    }
+
+    /**
+     * Blocks per destination (pack) or source group (scatter): enough for about two blocks per
+     * unit of device parallelism in all, since those kernels' bytes are the bulk of dispatch.
+     */
+    private int blocksPer(int units) {
+        int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
+        return Math.max(1, Math.min(wanted, MAX_BLOCKS_PER_UNIT));
     }
 
     // ---- step 3: combine send ----

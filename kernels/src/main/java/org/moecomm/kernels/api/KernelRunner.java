@@ -13,6 +13,15 @@ package org.moecomm.kernels.api;
 public interface KernelRunner extends AutoCloseable {
     void launch(Kernel kernel, Grid grid, Object... args);
 
+    /**
+     * Blocks this runner's device executes at the same time (streaming multiprocessors on a GPU,
+     * worker threads on the JVM). Callers size the grids of copy kernels from it, so that the
+     * bytes of a few destinations are spread over the whole device.
+     */
+    default int concurrentBlocks() {
+        return 1;
+    }
+
     /** Waits for every launch made so far; a no-op where launches are synchronous. */
     default void synchronize() {
     }

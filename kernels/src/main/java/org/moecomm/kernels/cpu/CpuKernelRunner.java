@@ -59,6 +59,11 @@ public final class CpuKernelRunner implements KernelRunner {
         return maxConcurrentBlocks;
     }
 
+    @Override
+    public int concurrentBlocks() {
+        return maxConcurrentBlocks;
+    }
+
     /**
      * Runs {@code kernel} over {@code grid} and returns when every block has finished.
      *

@@ -99,6 +99,12 @@ public final class GpuKernelRunner implements KernelRunner {
         return this;
     }
 
+    /** The device's streaming multiprocessors. */
+    @Override
+    public int concurrentBlocks() {
+        return context.multiprocessorCount();
+    }
+
     @Override
     public void launch(Kernel kernel, Grid grid, Object... args) {
         Objects.requireNonNull(kernel, "kernel");

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Kernel benchmark on the GPU machine: MoeKernels pack, scatter, gather, reduce compiled from Java,
+# against the CUDA C++ twins of pack and reduce (org.moecomm.bench.gpu.KernelBenchmark), from the
+# bundle that scripts/make-gpu-bundle.sh made (.gpu-carry: runtime, jars, twins/twins.ptx).
+#
+# Two ways in:
+#   scripts/gpu-bench.sh <java> <classpath> <results-dir>   as scripts/gpu-check.sh's benchmark hook
+#                                                             calls it (JAVA_OPTS exported);
+#   bash scripts/gpu-bench.sh                                 alone, in the repository root: unpacks
+#                                                             the runtime itself, results into $OUT.
+# Writes <results-dir>/<date>-<gpu>-gpu-kernels.json (JSON lines, one per kernel and tokens) and
+# prints a table; the JSON file is also copied into $OUT when that is another folder (so it comes
+# back as a plain file next to gpu-check's archives).
+#
+# Environment:
+#   OUT                    where results go when run alone (default ./gpu-out)
+#   GPU_CARRY              the bundle folder (default .gpu-carry)
+#   KERNEL_BENCH_ARGS      more benchmark options, e.g. "--tokens 128 --grid-y 1 --reps 200"
+#                          (java ... KernelBenchmark --help lists them)
+#   KERNEL_BENCH_TIMEOUT_S limit for the benchmark (default 900 s)
+# Exit status: the benchmark's (0 all checks passed and every twin ran; 1 a check failed or a twin
+# is missing; 3 no GPU), 2 when the bundle lacks the benchmark.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+carry="${GPU_CARRY:-$root/.gpu-carry}"
+
+if [ $# -ge 3 ]; then
+  java=$1
+  classpath=$2
+  results=$3
+  # shellcheck disable=SC2206
+  java_opts=(${JAVA_OPTS:-})
+else
+  export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+  work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-gpu-bench.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  jre_archive=$(ls "$carry"/jre.tgz "$carry"/jre.txz 2>/dev/null | head -n1)
+  if [ -z "$jre_archive" ]; then
+    echo "no bundle at $carry: run scripts/make-gpu-bundle.sh on the development machine and carry .gpu-carry"
+    exit 2
+  fi
+  tar -C "$work" -xf "$jre_archive"
+  java="$work/jre/bin/java"
+  classpath=$(ls "$carry"/lib/*.jar | paste -sd: -)
+  results="${OUT:-$root/gpu-out}"
+  java_opts=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m
+    "-Dorg.bytedeco.javacpp.cachedir=$work/javacpp-cache" "-Djava.io.tmpdir=$work")
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+fi
+mkdir -p "$results"
+
+if ! tr ':' '\n' <<< "$classpath" | grep -q 'moecomm-benchmarks-[^/]*\.jar$'; then
+  echo "the bundle has no moecomm-benchmarks jar: build it with the benchmarks module (BUNDLE_MODULES unset, or listing benchmarks)"
+  exit 2
+fi
+commit=$(sed -n 's/^commit: //p' "$carry/BUNDLE.txt" 2>/dev/null | head -n1)
+twin_ptx="$carry/twins/twins.ptx"
+[ -f "$carry/twins/twins.txt" ] && sed 's/^/twins: /' "$carry/twins/twins.txt"
+
+# shellcheck disable=SC2206
+extra=(${KERNEL_BENCH_ARGS:-})
+recorded="bash scripts/gpu-bench.sh${KERNEL_BENCH_ARGS:+ (KERNEL_BENCH_ARGS=\"$KERNEL_BENCH_ARGS\")}"
+echo "== kernel benchmark: $recorded"
+timeout -k 10 "${KERNEL_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
+  org.moecomm.bench.gpu.KernelBenchmark \
+  --out-dir "$results" --twin-ptx "$twin_ptx" --require-twins \
+  --commit "${commit:-unknown}" --command "$recorded" "${extra[@]}"
+rc=$?
+echo "kernel benchmark exit status: $rc$([ "$rc" -ge 124 ] && echo ' (timed out or killed: see KERNEL_BENCH_TIMEOUT_S)')"
+
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
+  cp "$results"/*-gpu-kernels.json "$OUT"/ 2>/dev/null || true
+fi
+exit "$rc"

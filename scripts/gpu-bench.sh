@@ -9,7 +9,7 @@
 #   bash scripts/gpu-bench.sh                                 alone, in the repository root: unpacks
 #                                                             the runtime itself, results into $OUT.
 # Writes <results-dir>/<date>-<gpu>-gpu-kernels.json (JSON lines, one per kernel and tokens) and
-# prints a table; the JSON file is also copied into $OUT when that is another folder (so it comes
+# prints a table (also kept in <results-dir>/kernel-bench.log); the JSON file is also copied into $OUT when that is another folder (so it comes
 # back as a plain file next to gpu-check's archives).
 #
 # Environment:
@@ -65,8 +65,8 @@ echo "== kernel benchmark: $recorded"
 timeout -k 10 "${KERNEL_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
   org.moecomm.bench.gpu.KernelBenchmark \
   --out-dir "$results" --twin-ptx "$twin_ptx" --require-twins \
-  --commit "${commit:-unknown}" --command "$recorded" "${extra[@]}"
-rc=$?
+  --commit "${commit:-unknown}" --command "$recorded" "${extra[@]}" 2>&1 | tee -a "$results/kernel-bench.log"
+rc=${PIPESTATUS[0]}
 echo "kernel benchmark exit status: $rc$([ "$rc" -ge 124 ] && echo ' (timed out or killed: see KERNEL_BENCH_TIMEOUT_S)')"
 
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then

@@ -41,6 +41,21 @@ import picocli.CommandLine.Option;
  * bandwidth ({@code cuMemcpyDtoDAsync}, read + write counted: 2 x size) is measured in the same
  * run the same way.
  *
+ * <p>Grids (threads per block {@code --threads}, 256): pack {@code W x Y}, scatter {@code NG x Y}
+ * ({@code Y = --grid-y}, default {@code min(64, ceil(2 * SMs / W))}; {@code --scatter-grid-y} sets scatter's
+ * alone), gather {@code L x chunks} ({@code --gather-chunks}, default {@code ceil(NG*M/32)}),
+ * reduce {@code M}. Twins get the same grid. The inputs are those of a real round
+ * ({@link KernelWorkload}); gather runs on the expert counts and origins scatter left.
+ *
+ * <p>JSON fields: {@code kernel, preset, tokens, world, gridX, gridY} (gather: its chunks; reduce:
+ * 1), {@code threads, javaMedianUs, javaP90Us, javaMinUs, twinMedianUs, twinP90Us, twinMinUs}
+ * (null without a twin), {@code ratio} (java median / twin median), {@code bytes} (read + written
+ * by the kernel, {@code bytesFormula}), {@code javaGBps, twinGBps} (bytes / median),
+ * {@code copyGBps} (2 x {@code copyBytes} / copy median), {@code copyMethod, copyBytes,
+ * copyMedianUs, warmups, reps, l2FlushBytes, check} (what was compared), {@code error} (null when
+ * right; then there are no times), {@code twinNote, javaResources, twinResources} (registers,
+ * shared and local memory), {@code gpu, sms, device, date, commit, command}.
+ *
  * <p>Output: one JSON line per (kernel, tokens) into a file named
  * {@code <date>-<gpu>-gpu-kernels.json} (or {@code --out}), and a table on stdout. Exit status 0
  * when every check passed (and, with {@code --require-twins}, every twin ran), 1 otherwise, 3
@@ -68,7 +83,7 @@ public final class KernelBenchmark implements Callable<Integer> {
     int[] tokens;
 
     @Option(names = "--grid-y", description = "Blocks in grid y for pack (W x Y) and scatter (NG x Y); "
-            + "default ceil(2 * SMs / W).")
+            + "default ceil(2 * SMs / W), at most 64 (as the library launches them).")
     Integer gridY;
 
     @Option(names = "--scatter-grid-y", description = "scatter's grid y when it should differ from --grid-y.")
@@ -190,9 +205,15 @@ public final class KernelBenchmark implements Callable<Integer> {
         return Preset.byLabel(preset).config(world, 1, tokensPerRank).build();
     }
 
-    /** Default blocks in grid y for pack and scatter: enough blocks for two per SM over the W (or NG) rows. */
+    /** Cap of the default grid y (the library's launches use the same, in AllToAllProtocol). */
+    static final int MAX_GRID_Y = 64;
+
+    /**
+     * Default blocks in grid y for pack and scatter, as the library launches them: about two
+     * blocks per SM over the W (or NG) blocks of x, {@code ceil(2 * SMs / blocksX)}, at most 64.
+     */
     static int defaultGridY(int multiprocessors, int blocksX) {
-        return Math.max(1, (2 * multiprocessors + blocksX - 1) / blocksX);
+        return Math.max(1, Math.min(MAX_GRID_Y, (2 * multiprocessors + blocksX - 1) / blocksX));
     }
 
     /** {@code <date>-<gpu>-gpu-kernels.json}, the GPU named in lower case without "NVIDIA". */
@@ -260,7 +281,8 @@ public final class KernelBenchmark implements Callable<Integer> {
                     .dec("javaGBps", java == null ? null : java.gbps(bytes))
                     .dec("twinGBps", twin == null ? null : twin.gbps(bytes))
                     .dec("copyGBps", copyGBps())
-                    .str("copyMethod", copy == null ? null : "cuMemcpyDtoDAsync of copyBytes; GB/s = 2 * copyBytes / median")
+                    .str("copyMethod", copy == null ? null : (device.equals("gpu") ? "cuMemcpyDtoDAsync" : "host copy")
+                            + " of copyBytes; GB/s = 2 * copyBytes / median (read + write)")
                     .num("copyBytes", copy == null ? null : copyBytes)
                     .dec("copyMedianUs", copy == null ? null : copy.medianUs())
                     .num("warmups", warmups).num("reps", reps).num("l2FlushBytes", flushBytes)
@@ -332,7 +354,11 @@ public final class KernelBenchmark implements Callable<Integer> {
             }
         } finally {
             if (flush != null) {
-                dev.free(flush);
+                try {
+                    dev.free(flush);
+                } catch (RuntimeException e) {
+                    System.err.println("freeing the flush buffer failed: " + e);
+                }
             }
         }
         printTable(out, lines);

@@ -21,6 +21,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -67,8 +69,8 @@ class KernelBenchmarkCpuTest {
     @Test
     void wholeRunOnTheCpuRunnerPassesItsChecksAndWritesEveryField() throws Exception {
         ByteArrayOutputStream text = new ByteArrayOutputStream();
-        // 300 tokens: pack takes two chunks of 256; pack on a 2-D grid; scatter one block per group
-        KernelBenchmark.Report report = KernelBenchmark.run(dev, settings(new int[] {37, 300}, 2, 1),
+        // 300 tokens: pack takes two chunks of 256; pack and scatter on 2-D grids (3 blocks per destination or group)
+        KernelBenchmark.Report report = KernelBenchmark.run(dev, settings(new int[] {37, 300}, 3, null),
                 new PrintStream(text, true, StandardCharsets.UTF_8));
         String table = text.toString(StandardCharsets.UTF_8);
         assertEquals(8, report.lines().size(), table);
@@ -82,8 +84,8 @@ class KernelBenchmarkCpuTest {
             assertEquals(twin, l.ratio() != null, l.kernel());
         }
         assertEquals(0, report.exitCode());
-        assertEquals(Grid.of(4, 2, MoeKernels.THREADS), report.lines().get(0).grid());
-        assertEquals(Grid.of(4, 1, MoeKernels.THREADS), report.lines().get(1).grid());
+        assertEquals(Grid.of(4, 3, MoeKernels.THREADS), report.lines().get(0).grid());
+        assertEquals(Grid.of(4, 3, MoeKernels.THREADS), report.lines().get(1).grid());
         // gather's default chunks: ceil(NG*M/32); reduce: one block per token
         assertEquals(Grid.of(4, (4 * 37 + 31) / 32, MoeKernels.THREADS), report.lines().get(2).grid());
         assertEquals(Grid.of(300, 1, MoeKernels.THREADS), report.lines().get(7).grid());
@@ -333,6 +335,7 @@ class KernelBenchmarkCpuTest {
 
         assertEquals(33, KernelBenchmark.defaultGridY(132, 8));
         assertEquals(1, KernelBenchmark.defaultGridY(1, 8));
+        assertEquals(64, KernelBenchmark.defaultGridY(132, 2));
         assertEquals("2026-12-02-h200-gpu-kernels.json",
                 KernelBenchmark.fileName(LocalDate.of(2026, 12, 2), "NVIDIA H200"));
         assertEquals("2026-12-02-h100-80gb-hbm3-gpu-kernels.json",
@@ -347,6 +350,38 @@ class KernelBenchmarkCpuTest {
         assertEquals(0xffff_ffffL, p[1]);
         assertEquals(Float.floatToRawIntBits(2.5f), p[2]);
         assertEquals(7L, p[3]);
+    }
+
+    @Test
+    void scatterMayUseItsOwnGridY() {
+        KernelBenchmark.Report report = KernelBenchmark.run(dev, settings(new int[] {40}, 2, 1),
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+        assertEquals(Grid.of(4, 2, MoeKernels.THREADS), report.lines().get(0).grid());
+        assertEquals(Grid.of(4, 1, MoeKernels.THREADS), report.lines().get(1).grid());
+        assertEquals(0, report.exitCode());
+    }
+
+    /** The twins are launched with the Java kernels' arguments: same count, pointers where Buf, 32-bit ints where int. */
+    @Test
+    void twinsTakeTheJavaKernelsParameters() throws Exception {
+        String cu = Files.readString(Path.of("src/main/cuda/twins.cu"));
+        for (String name : List.of("pack", "reduce")) {
+            Matcher mt = Pattern.compile("extern \"C\" __global__ void " + name + "_twin\\(([^)]*)\\)").matcher(cu);
+            assertTrue(mt.find(), name + "_twin not found in twins.cu");
+            String[] cParams = mt.group(1).split(",");
+            Class<?>[] jParams = new Kernel(MoeKernels.class, name).method().getParameterTypes();
+            assertEquals(jParams.length - 1, cParams.length, name);
+            for (int i = 0; i < cParams.length; i++) {
+                String c = cParams[i].trim();
+                Class<?> j = jParams[i + 1];
+                if (j == Buf.class) {
+                    assertTrue(c.contains("*"), name + " parameter " + i + ": " + c);
+                } else {
+                    assertEquals(int.class, j, name + " parameter " + i);
+                    assertTrue(c.matches("(const )?int \\w+"), name + " parameter " + i + ": " + c);
+                }
+            }
+        }
     }
 
     @Test

@@ -131,17 +131,34 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   if (serves && leader && tid == 0) sendRows[dest / groupSize] = rowsBefore;
 }
 
+// The reduction as a CUDA programmer writes it: a template over top-k and the dtypes (the Java
+// kernel's @Specialize parameters), instantiated for the benchmark's shape, with the generic
+// version for every other shape.
+template <int kTopK, int kYDtype, int kOutDtype>
+__device__ __forceinline__ void reduce_impl(const void* combineRecv, const int* pairLocation, const float* weights,
+                                            void* out, int hidden, int topK, int yDtype, int outDtype) {
+  const int K = kTopK > 0 ? kTopK : topK;
+  const int yd = kYDtype >= 0 ? kYDtype : yDtype;
+  const int od = kOutDtype >= 0 ? kOutDtype : outDtype;
+  const int t = blockIdx.x;
+  for (int h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float acc = 0.f;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+      const int loc = pairLocation[t * K + k];
+      if (loc >= 0) acc = __fadd_rn(acc, __fmul_rn(weights[t * K + k], load_as_float(combineRecv, long(loc) * hidden + h, yd)));
+    }
+    store_from_float(out, long(t) * hidden + h, od, acc);
+  }
+}
+
 extern "C" __global__ void reduce_twin(const void* combineRecv, const int* pairLocation, const float* weights,
                                        const int* numTokens, void* out, int hidden, int topK, int yDtype,
                                        int outDtype) {
-  const int t = blockIdx.x;
-  if (t >= numTokens[0]) return;
-  for (int h = threadIdx.x; h < hidden; h += blockDim.x) {
-    float acc = 0.f;
-    for (int k = 0; k < topK; k++) {
-      const int loc = pairLocation[t * topK + k];
-      if (loc >= 0) acc = __fadd_rn(acc, __fmul_rn(weights[t * topK + k], load_as_float(combineRecv, long(loc) * hidden + h, yDtype)));
-    }
-    store_from_float(out, long(t) * hidden + h, outDtype, acc);
+  if (int(blockIdx.x) >= numTokens[0]) return;
+  if (topK == 8 && yDtype == 0 && outDtype == 0) {
+    reduce_impl<8, 0, 0>(combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
+  } else {
+    reduce_impl<-1, -1, -1>(combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
   }
 }

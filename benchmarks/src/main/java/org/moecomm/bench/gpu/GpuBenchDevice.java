@@ -106,7 +106,7 @@ final class GpuBenchDevice implements BenchDevice {
 
     @Override
     public Runnable prepare(Kernel kernel, Grid grid, Object... args) {
-        return launcher(runner.function(kernel), grid, args);
+        return launcher(runner.function(runner.specialize(kernel, args)), grid, args);
     }
 
     @Override

@@ -2,15 +2,62 @@ package org.moecomm.kernels.api;
 
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Parameter;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
 
 /**
  * Names a kernel: a {@code public static void} method of {@code owner} called {@code name}
  * (kernel names are unique within their class), whose first parameter is a {@link KernelContext}.
  * Both runners and the compiler start from this.
+ *
+ * <p>{@code constants} maps argument positions (0 = the first parameter after the context) of
+ * {@link Specialize}d parameters to the values a compiled kernel is specialised for; empty for
+ * the generic kernel. Kernels with different constants are different compiled kernels.
  */
-public record Kernel(Class<?> owner, String name) {
+public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constants) {
+
+    public Kernel {
+        Objects.requireNonNull(owner, "owner");
+        Objects.requireNonNull(name, "name");
+        constants = java.util.Collections.unmodifiableMap(new TreeMap<>(constants));
+    }
+
+    /** The generic kernel (no specialisation constants). */
+    public Kernel(Class<?> owner, String name) {
+        this(owner, name, Map.of());
+    }
+
+    /** Argument positions of this kernel's {@link Specialize}d parameters, in order. */
+    public int[] specializedPositions() {
+        Parameter[] p = method().getParameters();
+        return java.util.stream.IntStream.range(1, p.length)
+                .filter(i -> p[i].isAnnotationPresent(Specialize.class))
+                .map(i -> i - 1)
+                .toArray();
+    }
+
+    /**
+     * This kernel specialised for the values {@code args} (launch arguments) give its
+     * {@link Specialize}d parameters at {@code positions} (from {@link #specializedPositions()}).
+     */
+    public Kernel specializedFor(int[] positions, Object[] args) {
+        if (positions.length == 0) {
+            return this;
+        }
+        Map<Integer, Integer> values = new TreeMap<>();
+        for (int pos : positions) {
+            if (pos >= args.length || !(args[pos] instanceof Integer v)) {
+                throw new IllegalArgumentException("kernel " + this + ": specialised argument " + (pos + 1)
+                        + " must be an Integer");
+            }
+            values.put(pos, v);
+        }
+        return new Kernel(owner, name, values);
+    }
 
     /** The kernel method, checked for the kernel shape. */
     public Method method() {
@@ -34,12 +81,16 @@ public record Kernel(Class<?> owner, String name) {
                 throw new IllegalArgumentException("kernel " + this + ": parameter " + i + " has type "
                         + t.getName() + "; kernels take Buf, int, long or float");
             }
+            if (t != int.class && m.getParameters()[i].isAnnotationPresent(Specialize.class)) {
+                throw new IllegalArgumentException("kernel " + this + ": parameter " + i
+                        + " is @Specialize but not an int");
+            }
         }
         return m;
     }
 
     @Override
     public String toString() {
-        return owner.getSimpleName() + "." + name;
+        return owner.getSimpleName() + "." + name + (constants.isEmpty() ? "" : constants.toString());
     }
 }

@@ -3,6 +3,7 @@ package org.moecomm.kernels.moe;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
 import org.moecomm.kernels.api.Numerics;
+import org.moecomm.kernels.api.Specialize;
 
 /**
  * The four kernels of a dispatch/combine round (see docs/protocol.md, which defines every
@@ -265,9 +266,12 @@ public final class MoeKernels {
      * @param weights float32 {@code [M][K]}
      * @param yDtype  dtype code of combineRecv's elements (bf16, fp16, fp32)
      * @param outDtype dtype code of out (bf16, fp16, fp32)
+     *                 <p>topK and both dtypes are {@link Specialize}d: on a GPU the dtype branches
+     *                 fold away and the k loop unrolls, as in a C++ template.
      */
     public static void reduce(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf numTokens,
-                              Buf out, int hidden, int topK, int yDtype, int outDtype) {
+                              Buf out, int hidden, @Specialize int topK, @Specialize int yDtype,
+                              @Specialize int outDtype) {
         int t = ctx.groupIdx();
         if (t >= numTokens.getInt(0)) {
             return;

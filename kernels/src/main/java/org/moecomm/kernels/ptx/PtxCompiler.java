@@ -132,7 +132,14 @@ public final class PtxCompiler {
                 k = t == int.class ? Kind.INT : t == long.class ? Kind.LONG : Kind.FLOAT;
                 String type = t == int.class ? "u32" : t == long.class ? "u64" : "f32";
                 String param = f.param(type);
-                f.op("ld.param." + type + " " + f.reg(k, 'L', slot, frame) + ", [" + param + "]");
+                Integer constant = kernel.constants().get(p - 1);
+                if (constant != null) {
+                    // A specialisation constant: the parameter stays in the ABI, its value is compiled in
+                    // so that ptxas folds branches on it and unrolls loops it bounds.
+                    f.op("mov.u32 " + f.reg(k, 'L', slot, frame) + ", " + constant);
+                } else {
+                    f.op("ld.param." + type + " " + f.reg(k, 'L', slot, frame) + ", [" + param + "]");
+                }
             }
             locals[slot] = Value.of(k);
             slot += k.slots;

@@ -1,5 +1,9 @@
 package org.moecomm.kernels.ptx;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -44,5 +48,36 @@ class LibraryKernelsTest {
         PtxKernel k = PtxCompiler.hopper().compile(kernel);
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
         assertTrue(r.ok(), () -> "ptxas rejected " + kernel + ":\n" + r.output() + "\n" + TestKernelSuiteTest.numbered(k.ptx()));
+    }
+
+    @Test
+    void specialisedReduceCompilesItsConstantsIn() throws Exception {
+        Kernel generic = library().filter(k -> k.name().equals("reduce")).findFirst().orElse(null);
+        Assumptions.assumeTrue(generic != null, LIBRARY + " is not on the class path");
+        int[] positions = generic.specializedPositions();
+        assertEquals(List.of(6, 7, 8), java.util.Arrays.stream(positions).boxed().toList(),
+                "topK, yDtype and outDtype are the specialised parameters of reduce");
+        Object[] args = {null, null, null, null, null, 7168, 8, 0, 1};
+        Kernel special = generic.specializedFor(positions, args);
+        assertEquals(java.util.Map.of(6, 8, 7, 0, 8, 1), special.constants());
+        PtxKernel k = PtxCompiler.hopper().compile(special);
+        assertTrue(k.ptx().contains("mov.u32 %iL7, 8;"), k.ptx());
+        assertFalse(k.ptx().contains("[MoeKernels_reduce_param_6]"), "topK must not be loaded from its parameter");
+        assertTrue(k.ptx().contains("[MoeKernels_reduce_param_5]"), "hidden stays a runtime parameter");
+        assertTrue(k.ptx().contains(".param .u32 MoeKernels_reduce_param_6"), "the parameter list (ABI) is unchanged");
+        assertNotEquals(PtxCompiler.compileCached(generic), PtxCompiler.compileCached(special),
+                "the cache keeps one compiled kernel per set of constants");
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+        assertTrue(r.ok(), () -> "ptxas rejected the specialised reduce:\n" + r.output());
+    }
+
+    @Test
+    void specialisingANonIntegerArgumentIsRefused() {
+        Kernel generic = library().filter(k -> k.name().equals("reduce")).findFirst().orElse(null);
+        Assumptions.assumeTrue(generic != null, LIBRARY + " is not on the class path");
+        Object[] args = {null, null, null, null, null, 7168, 8L, 0, 1};
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> generic.specializedFor(generic.specializedPositions(), args));
+        assertTrue(e.getMessage().contains("must be an Integer"), e.getMessage());
     }
 }

@@ -35,6 +35,7 @@ public final class GpuKernelRunner implements KernelRunner {
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters) {
     }
 
+    private final java.util.Map<Kernel, int[]> specializedPositions = new java.util.concurrent.ConcurrentHashMap<>();
     private final CudaContext context;
     private final boolean ownsContext;
     private final CudaStream stream;
@@ -111,9 +112,21 @@ public final class GpuKernelRunner implements KernelRunner {
         Objects.requireNonNull(grid, "grid");
         ensureOpen();
         Object[] arguments = args == null ? new Object[0] : args;
-        Loaded l = load(kernel);
+        Loaded l = load(specialize(kernel, arguments));
         long[] params = parameters(kernel, l.parameters(), arguments);
         l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, params);
+    }
+
+    /**
+     * {@code kernel} specialised for the values {@code args} give its {@link org.moecomm.kernels.api.Specialize}d
+     * parameters: the kernel this runner compiles and launches for those arguments.
+     */
+    public Kernel specialize(Kernel kernel, Object... args) {
+        if (!kernel.constants().isEmpty()) {
+            return kernel;
+        }
+        int[] positions = specializedPositions.computeIfAbsent(kernel, Kernel::specializedPositions);
+        return kernel.specializedFor(positions, args);
     }
 
     /** Compiles (once) and loads (once) {@code kernel}; returns its loaded entry. */

@@ -1,0 +1,20 @@
+package org.moecomm.kernels.api;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Marks an {@code int} kernel parameter whose value a GPU runner compiles into the kernel: the
+ * kernel is compiled once per distinct value (the compiled-kernel cache is keyed by them), so
+ * branches on it fold away and loops bounded by it can be unrolled, as a C++ template parameter
+ * would. Use it for launch-invariant choices such as dtype codes or top-k. On the JVM the
+ * parameter is an ordinary argument.
+ */
+@Documented
+@Retention(RetentionPolicy.RUNTIME)
+@Target(ElementType.PARAMETER)
+public @interface Specialize {
+}

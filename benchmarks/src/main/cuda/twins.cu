@@ -141,12 +141,25 @@ __device__ __forceinline__ void reduce_impl(const void* combineRecv, const int* 
   const int yd = kYDtype >= 0 ? kYDtype : yDtype;
   const int od = kOutDtype >= 0 ? kOutDtype : outDtype;
   const int t = blockIdx.x;
+  const long first = long(t) * K;
+  // Same structure as the Java kernel: four pairs per step, loads first; skipped pairs read row 0.
+  auto load_pair = [&](int loc, int h) { return load_as_float(combineRecv, long(max(loc, 0)) * hidden + h, yd); };
+  auto accumulate = [](float acc, int loc, float w, float v) { return loc >= 0 ? __fadd_rn(acc, __fmul_rn(w, v)) : acc; };
   for (int h = threadIdx.x; h < hidden; h += blockDim.x) {
     float acc = 0.f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-      const int loc = pairLocation[t * K + k];
-      if (loc >= 0) acc = __fadd_rn(acc, __fmul_rn(weights[t * K + k], load_as_float(combineRecv, long(loc) * hidden + h, yd)));
+    int k = 0;
+    for (; k + 4 <= K; k += 4) {
+      const int l0 = pairLocation[first + k], l1 = pairLocation[first + k + 1];
+      const int l2 = pairLocation[first + k + 2], l3 = pairLocation[first + k + 3];
+      const float v0 = load_pair(l0, h), v1 = load_pair(l1, h), v2 = load_pair(l2, h), v3 = load_pair(l3, h);
+      acc = accumulate(acc, l0, weights[first + k], v0);
+      acc = accumulate(acc, l1, weights[first + k + 1], v1);
+      acc = accumulate(acc, l2, weights[first + k + 2], v2);
+      acc = accumulate(acc, l3, weights[first + k + 3], v3);
+    }
+    for (; k < K; k++) {
+      const int l = pairLocation[first + k];
+      acc = accumulate(acc, l, weights[first + k], load_pair(l, h));
     }
     store_from_float(out, long(t) * hidden + h, od, acc);
   }

@@ -267,7 +267,7 @@ public final class MoeKernels {
      * @param yDtype  dtype code of combineRecv's elements (bf16, fp16, fp32)
      * @param outDtype dtype code of out (bf16, fp16, fp32)
      *                 <p>topK and both dtypes are {@link Specialize}d: on a GPU the dtype branches
-     *                 fold away and the k loop unrolls, as in a C++ template.
+     *                 fold away, as in a C++ template.
      */
     public static void reduce(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf numTokens,
                               Buf out, int hidden, @Specialize int topK, @Specialize int yDtype,
@@ -276,19 +276,45 @@ public final class MoeKernels {
         if (t >= numTokens.getInt(0)) {
             return;
         }
+        long first = (long) t * topK;
         for (int h = ctx.localIdx(); h < hidden; h += ctx.localGroupSizeX()) {
             float acc = 0f;
-            for (int k = 0; k < topK; k++) {
-                int loc = pairLocation.getInt(t * topK + k);
-                if (loc >= 0) {
-                    float w = weights.getFloat(t * topK + k);
-                    float v = load(combineRecv, (long) loc * hidden + h, yDtype);
-                    // Separate multiply and add (no fma): the GPU build rounds the same way.
-                    acc = acc + w * v;
-                }
+            int k = 0;
+            // Four pairs per step, loads first: the four row reads are independent, so a GPU has
+            // them in flight together instead of waiting for each in turn (the sum stays in k order).
+            for (; k + 4 <= topK; k += 4) {
+                int l0 = pairLocation.getInt(first + k);
+                int l1 = pairLocation.getInt(first + k + 1);
+                int l2 = pairLocation.getInt(first + k + 2);
+                int l3 = pairLocation.getInt(first + k + 3);
+                float v0 = loadPair(combineRecv, l0, hidden, h, yDtype);
+                float v1 = loadPair(combineRecv, l1, hidden, h, yDtype);
+                float v2 = loadPair(combineRecv, l2, hidden, h, yDtype);
+                float v3 = loadPair(combineRecv, l3, hidden, h, yDtype);
+                acc = accumulate(acc, l0, weights.getFloat(first + k), v0);
+                acc = accumulate(acc, l1, weights.getFloat(first + k + 1), v1);
+                acc = accumulate(acc, l2, weights.getFloat(first + k + 2), v2);
+                acc = accumulate(acc, l3, weights.getFloat(first + k + 3), v3);
+            }
+            for (; k < topK; k++) {
+                int l = pairLocation.getInt(first + k);
+                acc = accumulate(acc, l, weights.getFloat(first + k), loadPair(combineRecv, l, hidden, h, yDtype));
             }
             store(out, (long) t * hidden + h, outDtype, acc);
         }
+    }
+
+    /**
+     * Element h of combine row {@code location} as float32; a skipped pair (-1) reads row 0,
+     * which always exists, and {@link #accumulate} ignores the value.
+     */
+    private static float loadPair(Buf combineRecv, int location, int hidden, int h, int dtype) {
+        return load(combineRecv, (long) max(location, 0) * hidden + h, dtype);
+    }
+
+    /** {@code acc + w * v} for a routed pair, {@code acc} for a skipped one; separate multiply and add (no fma), as on the JVM. */
+    private static float accumulate(float acc, int location, float w, float v) {
+        return location >= 0 ? acc + w * v : acc;
     }
 
     // ---- helpers (inlined by the compiler) ----

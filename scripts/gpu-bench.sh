@@ -72,4 +72,56 @@ echo "kernel benchmark exit status: $rc$([ "$rc" -ge 124 ] && echo ' (timed out 
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
   cp "$results"/*-gpu-kernels.json "$OUT"/ 2>/dev/null || true
 fi
-exit "$rc"
+kernel_rc=$rc
+
+# ======================================================================================
+# Per-phase dispatch/combine benchmark (org.moecomm.bench.BenchCommand, `moecomm bench`):
+# W=4 NVSHMEM PEs as 4 processes on this GPU (under MPS when scripts/gpu-nvshmem-check.sh started
+# it; that script also exports MOECOMM_NVSHMEM_LIB and LD_LIBRARY_PATH), presets deepseek-v3 and
+# deepseek-v2-lite at 1, 8, 32, 128 tokens per rank, 20 warm-up + 100 timed rounds each, CUDA
+# events per phase, the first round of every configuration checked against the reference.
+# Writes <results-dir>/<date>-<gpu>-gpu-phases.json (JSON lines, one per preset and tokens) and
+# phase-bench.log; the JSON file is also copied into $OUT (one more file comes back).
+# Skipped (status unchanged) when the NVSHMEM bridge was not built (MOECOMM_NVSHMEM_LIB unset and
+# MOECOMM_REQUIRE_NVSHMEM not 1).
+#   PHASE_BENCH=0            skip this step
+#   PHASE_BENCH_ARGS         more options, e.g. "--tokens 128 --rounds 200" (moecomm bench --help)
+#   PHASE_BENCH_TIMEOUT_S    limit for the whole sweep (default 240 s)
+#   PHASE_DEMO=0             skip the GPU demo run after the sweep (`moecomm demo --backend gpu`, 120 s limit)
+# Exit status of the script: the kernel benchmark's when it failed, else this step's (0 every
+# configuration verified, 1 a check or a rank failed, 2 the GPU backend could not run).
+# ======================================================================================
+phase_rc=0
+if [ "${PHASE_BENCH:-1}" = 0 ]; then
+  echo "== per-phase benchmark: skipped (PHASE_BENCH=0)"
+elif [ -z "${MOECOMM_NVSHMEM_LIB:-}" ] && [ "${MOECOMM_REQUIRE_NVSHMEM:-0}" != 1 ]; then
+  echo "== per-phase benchmark: skipped (no NVSHMEM bridge: MOECOMM_NVSHMEM_LIB is not set; run scripts/gpu-nvshmem-check.sh)"
+else
+  # shellcheck disable=SC2206
+  phase_extra=(${PHASE_BENCH_ARGS:-})
+  phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world 4${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
+  echo "== per-phase benchmark: $phase_recorded"
+  timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-240}" "$java" "${java_opts[@]}" -cp "$classpath" \
+    org.moecomm.bench.Main bench --backend gpu --world 4 --launch-timeout 200 \
+    --out-dir "$results" --commit "${commit:-unknown}" --command "$phase_recorded" "${phase_extra[@]}" \
+    2>&1 | tee -a "$results/phase-bench.log"
+  phase_rc=${PIPESTATUS[0]}
+  echo "per-phase benchmark exit status: $phase_rc$([ "$phase_rc" -ge 124 ] && echo ' (timed out or killed: see PHASE_BENCH_TIMEOUT_S)')"
+  if [ "${PHASE_DEMO:-1}" != 0 ]; then
+    # the demo on the GPU backend (`moecomm demo --backend gpu`): one short launch, output in the log only
+    echo "== demo on the GPU backend: moecomm demo --backend gpu --preset deepseek-v3 --tokens 128 --world 4"
+    timeout -k 10 120 "$java" "${java_opts[@]}" -cp "$classpath" org.moecomm.bench.Main demo --backend gpu \
+      --preset deepseek-v3 --tokens 128 --world 4 --launch-timeout 100 2>&1 | tee -a "$results/phase-bench.log"
+    demo_rc=${PIPESTATUS[0]}
+    echo "GPU demo exit status: $demo_rc"
+    if [ "$phase_rc" -eq 0 ] && [ "$demo_rc" -ne 0 ]; then phase_rc=$demo_rc; fi
+  fi
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
+    cp "$results"/*-gpu-phases.json "$OUT"/ 2>/dev/null || true
+  fi
+fi
+
+if [ "$kernel_rc" -ne 0 ]; then
+  exit "$kernel_rc"
+fi
+exit "$phase_rc"

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.Map;
 import java.util.Objects;
+import java.util.WeakHashMap;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.moecomm.bridge.cuda.Cuda;
@@ -112,6 +113,8 @@ public final class GpuBackend implements AutoCloseable {
     private final int device;
     private final SymmetricAccounting accounting;
     private final AtomicInteger failures = new AtomicInteger();
+    /** The transport of each handle made here, for {@link #deviceTiming} (weak: a dropped handle is forgotten). */
+    private final Map<MoeAllToAll, GpuTransport> transports = new WeakHashMap<>();
     private boolean closed;
 
     private GpuBackend(CudaContext context, int rank, int worldSize, int device, SymmetricAccounting accounting) {
@@ -335,8 +338,27 @@ public final class GpuBackend implements AutoCloseable {
             handle.close();
             throw e;
         }
+        transports.put(handle, transport);
         LOG.debug("rank {}: handle ready, {}", rank, need);
         return handle;
+    }
+
+    /**
+     * What timing a handle's work on the device needs (benchmarks): the stream all of its work is
+     * enqueued on, to record CUDA events on, and a bounded barrier of all ranks that also waits for
+     * that stream (collective; call it between whole protocol calls only).
+     */
+    public record DeviceTiming(CudaStream stream, Runnable barrier) {
+    }
+
+    /** {@link DeviceTiming} of a handle made by this backend's {@link #createHandle}. */
+    public synchronized DeviceTiming deviceTiming(MoeAllToAll handle) {
+        ensureOpen();
+        GpuTransport t = transports.get(Objects.requireNonNull(handle, "handle"));
+        if (t == null) {
+            throw new IllegalArgumentException("not a handle of this GPU backend: " + handle);
+        }
+        return new DeviceTiming(CudaStream.wrap(context, t.stream()), t::barrier);
     }
 
     /** Collective: a transport and device memory on a stream of their own, without the protocol. */

@@ -1,0 +1,179 @@
+package org.moecomm.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * The per-phase benchmark (BENCHMARKS.md): presets x tokens per rank on W ranks, warm-up then
+ * timed rounds, every configuration checked against the reference on its first round; per phase
+ * (dispatch send/recv, combine send/recv, whole dispatch, whole combine) the median and p90 of
+ * the slowest rank, the logical bytes and rates. Prints a table and writes JSON lines
+ * ({@link PhaseJson}) to {@code <out-dir>/<date>-<gpu>-gpu-phases.json}. Exit status 0 when every
+ * configuration was verified, 1 when a check failed or a run failed, 2 for bad options or a
+ * backend that cannot run.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Per-phase dispatch/combine benchmark over presets and tokens per rank; writes JSON lines.")
+final class BenchCommand extends RunCommand {
+    static final String BUNDLE_INFO = ".gpu-carry/BUNDLE.txt";
+
+    @Option(names = "--presets", split = ",", defaultValue = "deepseek-v3,deepseek-v2-lite",
+            description = "Presets (default: ${DEFAULT-VALUE}).")
+    List<String> presets;
+
+    @Option(names = "--tokens", split = ",", defaultValue = "1,8,32,128",
+            description = "Tokens per rank (each also the handle's M) (default: ${DEFAULT-VALUE}).")
+    List<Integer> tokens;
+
+    @Option(names = "--warmup", defaultValue = "20", description = "Untimed rounds per configuration (default: ${DEFAULT-VALUE}).")
+    int warmup;
+
+    @Option(names = "--rounds", defaultValue = "100", description = "Timed rounds per configuration (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Option(names = "--experts-every-round",
+            description = "Run the (host, untimed) experts every round; by default only before the checked first round,"
+                    + " later rounds combining the same expert outputs again (same bytes, shorter run).")
+    boolean expertsEveryRound;
+
+    @Option(names = "--out-dir", defaultValue = "benchmarks/results",
+            description = "Folder of the results file <date>-<gpu>-gpu-phases.json (default: ${DEFAULT-VALUE}).")
+    Path outDir;
+
+    @Option(names = "--out", description = "Results file (instead of a name chosen in --out-dir).")
+    Path outFile;
+
+    @Option(names = "--commit", description = "Commit recorded in the results (default: env MOECOMM_COMMIT, else the"
+            + " commit in " + BUNDLE_INFO + ", else unknown).")
+    String commit;
+
+    @Option(names = "--command", description = "Command recorded in the results (default: this invocation).")
+    String command;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    String name() {
+        return "bench";
+    }
+
+    @Override
+    List<RunSpec> specs() {
+        if (presets.isEmpty() || tokens.isEmpty()) {
+            throw new IllegalArgumentException("no configuration: give --presets and --tokens");
+        }
+        List<RunSpec> specs = new ArrayList<>();
+        for (String p : presets) {
+            for (int m : tokens) {
+                specs.add(new RunSpec(p, m, world, group, skewed, seed));
+            }
+        }
+        return specs;
+    }
+
+    @Override
+    RoundPlan plan() {
+        return new RoundPlan(warmup, rounds, false, expertsEveryRound);
+    }
+
+    @Override
+    void started(BackendChoice.Choice choice, List<RunSpec> specs) {
+        out.printf(Locale.ROOT, "moecomm bench: backend=%s (%s); %d configurations, W=%d G=%d, %d warm-up + %d timed"
+                + " rounds each%n", label(choice), choice.reason(), specs.size(), world, group, warmup, rounds);
+        out.flush();
+    }
+
+    @Override
+    int report(BackendChoice.Choice choice, List<Measurement> results) throws IOException {
+        printTable(results);
+        String backendLabel = label(choice);
+        LocalDate date = LocalDate.now(ZoneOffset.UTC);
+        PhaseJson.Run run = new PhaseJson.Run(backendLabel, date, commit != null ? commit
+                : defaultCommit(System.getenv(), Path.of(BUNDLE_INFO)), command != null ? command : invocation());
+        Path file = outFile != null ? outFile
+                : outDir.resolve(PhaseJson.fileName(date, backendLabel, results.getFirst().device()));
+        PhaseJson.write(file, PhaseJson.lines(results, run));
+        out.println("wrote " + results.size() + " lines to " + file);
+        long bad = results.stream().filter(m -> !m.verified()).count();
+        if (bad > 0) {
+            out.println("BENCH FAILED: " + bad + " of " + results.size() + " configurations differ from the reference:");
+            results.stream().filter(m -> !m.verified()).forEach(m -> m.problems().forEach(p -> out.println("  " + p)));
+            return 1;
+        }
+        out.println("BENCH OK: every configuration verified against the reference (first round)");
+        return 0;
+    }
+
+    private void printTable(List<Measurement> results) {
+        out.printf(Locale.ROOT, "%-17s %5s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "preset", "m",
+                "dispatch send", "dispatch recv", "dispatch", "combine send", "combine recv", "combine",
+                "disp GB/s", "comb GB/s");
+        out.printf(Locale.ROOT, "%-17s %5s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "", "",
+                "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us",
+                "median / p90 us", "logical", "logical");
+        for (Measurement m : results) {
+            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-17s %5d |", m.spec().preset(),
+                    m.spec().tokens()));
+            for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.DISPATCH, Phases.COMBINE_SEND,
+                    Phases.COMBINE_RECV, Phases.COMBINE}) {
+                row.append(String.format(Locale.ROOT, " %10.1f / %8.1f", m.phase(p).medianMicros(),
+                        m.phase(p).p90Micros()));
+                if (p == Phases.DISPATCH) {
+                    row.append(" |");
+                }
+            }
+            row.append(String.format(Locale.ROOT, " | %9.2f %9.2f%s", m.dispatchGBps(), m.combineGBps(),
+                    m.verified() ? "" : "  MISMATCH"));
+            out.println(row);
+        }
+        if (!results.isEmpty()) {
+            Measurement m = results.getFirst();
+            out.printf(Locale.ROOT, "(slowest rank per round; %s; %s)%n", m.mode(), m.device());
+        }
+    }
+
+    /** {@code MOECOMM_COMMIT}, else the {@code commit:} line of the bundle's BUNDLE.txt, else "unknown". */
+    static String defaultCommit(Map<String, String> env, Path bundleInfo) {
+        String c = env.get("MOECOMM_COMMIT");
+        if (c != null && !c.isBlank()) {
+            return c.strip();
+        }
+        try {
+            if (Files.isRegularFile(bundleInfo)) {
+                for (String line : Files.readAllLines(bundleInfo)) {
+                    if (line.startsWith("commit:")) {
+                        String v = line.substring("commit:".length()).strip();
+                        if (!v.isEmpty()) {
+                            return v;
+                        }
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // fall through
+        }
+        return "unknown";
+    }
+
+    private String invocation() {
+        List<String> args = spec != null && spec.commandLine().getParseResult() != null
+                ? spec.commandLine().getParseResult().originalArgs() : List.of();
+        // started through Main, the original arguments begin with the subcommand's name
+        if (!args.isEmpty() && args.getFirst().equals(name())) {
+            args = args.subList(1, args.size());
+        }
+        return ("moecomm bench " + String.join(" ", args)).strip();
+    }
+}

@@ -1,0 +1,113 @@
+package org.moecomm.bench;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.ResultCheck;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.cpu.CpuCluster;
+import org.moecomm.core.protocol.BufferLayout;
+
+/**
+ * The CPU backend: W ranks as threads of this JVM ({@link CpuCluster}), host clock
+ * ({@code System.nanoTime}) around each phase, ranks aligned by a barrier before dispatch and
+ * before combine.
+ */
+final class CpuRunner implements Runner {
+    @Override
+    public List<Measurement> run(List<RunSpec> specs, RoundPlan plan) throws Exception {
+        List<Measurement> out = new ArrayList<>();
+        for (RunSpec spec : specs) {
+            out.add(runOne(spec, plan));
+        }
+        return out;
+    }
+
+    static String mode(int world) {
+        return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock)", world);
+    }
+
+    private static Measurement runOne(RunSpec spec, RoundPlan plan) throws Exception {
+        MoeConfig config = spec.config();
+        Workload workload = spec.workload();
+        int world = spec.world();
+        TrafficModel traffic = TrafficModel.of(workload, new BufferLayout(config).rowBytes());
+        long[][][] samples = new long[world][Phases.COUNT][plan.rounds()];
+        List<String> problems = new ArrayList<>();
+        CyclicBarrier align = new CyclicBarrier(world);
+        try (CpuCluster cluster = CpuCluster.create(world)) {
+            List<List<String>> perRank = cluster.runOnAllRanks(rank -> {
+                List<String> found = new ArrayList<>();
+                try (MoeAllToAll a2a = cluster.createHandle(rank, config)) {
+                    RankBuffers buffers = RankBuffers.allocate(a2a);
+                    DispatchInput in = buffers.upload(workload.rank(rank), false);
+                    long[] t = new long[6];
+                    for (int round = 0; round < plan.total(); round++) {
+                        boolean checked = plan.checked(round);
+                        if (checked) {
+                            buffers.poisonOutputs();
+                        }
+                        await(align);
+                        t[0] = System.nanoTime();
+                        a2a.dispatchSend(in);
+                        t[1] = System.nanoTime();
+                        a2a.dispatchRecv(buffers.dispatchOutput());
+                        t[2] = System.nanoTime();
+                        if (plan.runExperts(round)) {
+                            buffers.runExperts();
+                        }
+                        await(align);
+                        t[3] = System.nanoTime();
+                        a2a.combineSend(buffers.expertY());
+                        t[4] = System.nanoTime();
+                        a2a.combineRecv(buffers.weights(), buffers.out());
+                        t[5] = System.nanoTime();
+                        if (plan.timed(round)) {
+                            long[] d = Phases.fromInstants(t);
+                            for (int p = 0; p < Phases.COUNT; p++) {
+                                samples[rank][p][round - plan.warmup()] = d[p];
+                            }
+                        }
+                        if (checked) {
+                            ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, a2a.memory(),
+                                    buffers.dispatchOutput())
+                                    .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(),
+                                            a2a.memory(), buffers.out()));
+                            if (!report.ok()) {
+                                found.add(spec + " round " + round + ": " + report);
+                            }
+                        }
+                    }
+                    await(align);
+                } catch (RuntimeException | Error e) {
+                    align.reset(); // the other ranks stop waiting for this one
+                    throw e;
+                }
+                return found;
+            });
+            perRank.forEach(problems::addAll);
+        }
+        return new Measurement(spec, plan, traffic, Measurement.slowest(Arrays.asList(samples), plan.rounds()), problems,
+                "cpu", mode(world));
+    }
+
+    private static void await(CyclicBarrier barrier) {
+        try {
+            barrier.await(5, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted at a round barrier", e);
+        } catch (BrokenBarrierException | TimeoutException e) {
+            throw new IllegalStateException("another rank failed or stalled at a round barrier", e);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+package org.moecomm.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.moecomm.bridge.cuda.CudaContext;
+import org.moecomm.bridge.cuda.CudaEvent;
+import org.moecomm.bridge.cuda.CudaStream;
+import org.moecomm.core.DispatchInput;
+import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.ResultCheck;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.gpu.GpuBackend;
+
+/**
+ * One rank process of a GPU demo or benchmark run, started by {@link GpuRunner} through
+ * {@link org.moecomm.core.launch.LocalLauncher}. Arguments: {@code RESULT_DIR PLAN SPEC...}
+ * ({@link RoundPlan#encode()}, {@link RunSpec#encode()}).
+ *
+ * <p>Starts the GPU backend once with room for every spec's handle, then per spec: a handle,
+ * the rank's inputs uploaded once, and {@link RoundPlan#total()} rounds. Each round: a barrier of
+ * all ranks (which also drains the stream), CUDA events on the handle's stream around dispatch
+ * send and dispatch recv, the experts on the host (untimed), another barrier, events around
+ * combine send and combine recv; the checked rounds poison the outputs first and compare with
+ * the reference after. Writes {@link RankSamples} into {@code RESULT_DIR}; a failed check is
+ * recorded there (the run goes on), an exception ends the process with a non-zero status.
+ */
+public final class GpuRankMain {
+    private GpuRankMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 3) {
+            System.err.println("usage: GpuRankMain RESULT_DIR PLAN SPEC...");
+            System.exit(2);
+        }
+        Path dir = Path.of(args[0]);
+        RoundPlan plan = RoundPlan.decode(args[1]);
+        List<RunSpec> specs = new ArrayList<>();
+        for (int i = 2; i < args.length; i++) {
+            specs.add(RunSpec.decode(args[i]));
+        }
+        MoeConfig[] configs = specs.stream().map(RunSpec::config).toArray(MoeConfig[]::new);
+        try (GpuBackend gpu = GpuBackend.start(configs)) {
+            int rank = gpu.rank();
+            Path file = RankSamples.file(dir, rank);
+            Files.deleteIfExists(file);
+            RankSamples.append(file, List.of(RankSamples.deviceLine(gpu.context().deviceName())));
+            for (int i = 0; i < specs.size(); i++) {
+                RunSpec spec = specs.get(i);
+                long t0 = System.nanoTime();
+                List<String> problems = new ArrayList<>();
+                long[][] samples = run(gpu, spec, configs[i], plan, problems);
+                RankSamples.append(file, RankSamples.lines(i, spec, problems, samples));
+                if (rank == 0) {
+                    System.out.printf("%s: %d rounds in %.1f s%s%n", spec, plan.total(), (System.nanoTime() - t0) / 1e9,
+                            problems.isEmpty() ? "" : ", CHECK FAILED");
+                }
+            }
+        }
+    }
+
+    private static long[][] run(GpuBackend gpu, RunSpec spec, MoeConfig config, RoundPlan plan, List<String> problems) {
+        Workload workload = spec.workload();
+        // computed here, before the collective handle creation, so that no rank computes it while
+        // the others wait for it at a bounded barrier
+        workload.reference();
+        CudaContext ctx = gpu.context();
+        long[][] samples = new long[Phases.COUNT][plan.rounds()];
+        CudaEvent[] ev = new CudaEvent[6];
+        try (MoeAllToAll h = gpu.createHandle(config)) {
+            int rank = h.rank();
+            GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
+            CudaStream stream = timing.stream();
+            for (int e = 0; e < ev.length; e++) {
+                ev[e] = ctx.createEvent(true);
+            }
+            RankBuffers buffers = RankBuffers.allocate(h);
+            DispatchInput in = buffers.upload(workload.rank(rank), false);
+            long[] t = new long[6];
+            for (int round = 0; round < plan.total(); round++) {
+                boolean checked = plan.checked(round);
+                if (checked) {
+                    buffers.poisonOutputs();
+                }
+                timing.barrier().run();
+                ev[0].record(stream);
+                h.dispatchSend(in);
+                ev[1].record(stream);
+                h.dispatchRecv(buffers.dispatchOutput());
+                ev[2].record(stream);
+                if (plan.runExperts(round)) {
+                    buffers.runExperts();
+                }
+                timing.barrier().run();
+                ev[3].record(stream);
+                h.combineSend(buffers.expertY());
+                ev[4].record(stream);
+                h.combineRecv(buffers.weights(), buffers.out());
+                ev[5].record(stream);
+                ev[5].synchronize();
+                if (plan.timed(round)) {
+                    t[0] = 0;
+                    for (int e = 1; e < 6; e++) {
+                        t[e] = Math.round(ev[e].elapsedMillisSince(ev[0]) * 1e6);
+                    }
+                    long[] d = Phases.fromInstants(t);
+                    for (int p = 0; p < Phases.COUNT; p++) {
+                        samples[p][round - plan.warmup()] = d[p];
+                    }
+                }
+                if (checked) {
+                    ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, h.memory(),
+                            buffers.dispatchOutput())
+                            .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
+                                    buffers.out()));
+                    if (!report.ok()) {
+                        problems.add(spec + " round " + round + ": " + report);
+                    }
+                }
+            }
+            // every rank done with its checks before the collective close
+            timing.barrier().run();
+        } finally {
+            for (CudaEvent e : ev) {
+                if (e != null) {
+                    e.close();
+                }
+            }
+        }
+        return samples;
+    }
+}

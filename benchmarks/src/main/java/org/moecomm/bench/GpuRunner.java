@@ -1,0 +1,162 @@
+package org.moecomm.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.launch.LocalLauncher;
+import org.moecomm.core.protocol.BufferLayout;
+
+/**
+ * The GPU backend: W rank processes ({@link GpuRankMain}) started by {@link LocalLauncher} with
+ * this JVM's {@code java} and class path, all on one GPU (NVSHMEM PEs sharing it, under MPS when
+ * its daemon runs). One launch per preset, with a handle for each of that preset's token counts
+ * inside it; the ranks' samples come back as files ({@link RankSamples}) and are combined here
+ * (per round, the slowest rank).
+ */
+final class GpuRunner implements Runner {
+    /** Where NVIDIA's MPS control daemon keeps its pipes unless {@code CUDA_MPS_PIPE_DIRECTORY} says otherwise. */
+    private static final String MPS_DEFAULT_PIPE_DIRECTORY = "/tmp/nvidia-mps";
+
+    private final Duration launchTimeout;
+    private final PrintStream rankOutput;
+    private final Class<?> rankMain;
+
+    GpuRunner(Duration launchTimeout, PrintStream rankOutput) {
+        this(launchTimeout, rankOutput, GpuRankMain.class);
+    }
+
+    /** With another rank main class taking {@link GpuRankMain}'s arguments (tests). */
+    GpuRunner(Duration launchTimeout, PrintStream rankOutput, Class<?> rankMain) {
+        this.launchTimeout = launchTimeout;
+        this.rankOutput = rankOutput;
+        this.rankMain = rankMain;
+    }
+
+    /** How the ranks share the GPU, as recorded in results. */
+    static String mode(int world, boolean mps) {
+        return String.format(Locale.ROOT, "%d processes on 1 GPU %s", world,
+                mps ? "under MPS" : "time-sliced (no MPS daemon found)");
+    }
+
+    /** Whether an MPS control daemon seems to run (its control pipe exists). */
+    static boolean mpsRunning(Map<String, String> env) {
+        String dir = env.getOrDefault("CUDA_MPS_PIPE_DIRECTORY", MPS_DEFAULT_PIPE_DIRECTORY);
+        return Files.exists(Path.of(dir, "control"));
+    }
+
+    /** The specs in launches: one per preset, in order of first appearance. */
+    static List<List<RunSpec>> launches(List<RunSpec> specs) {
+        Map<String, List<RunSpec>> byPreset = new LinkedHashMap<>();
+        for (RunSpec s : specs) {
+            byPreset.computeIfAbsent(s.preset(), k -> new ArrayList<>()).add(s);
+        }
+        return new ArrayList<>(byPreset.values());
+    }
+
+    /** A rank's command-line arguments. */
+    static List<String> rankArgs(Path dir, RoundPlan plan, List<RunSpec> specs) {
+        List<String> a = new ArrayList<>();
+        a.add(dir.toString());
+        a.add(plan.encode());
+        specs.forEach(s -> a.add(s.encode()));
+        return a;
+    }
+
+    @Override
+    public List<Measurement> run(List<RunSpec> specs, RoundPlan plan) throws Exception {
+        int world = specs.getFirst().world();
+        if (specs.stream().anyMatch(s -> s.world() != world)) {
+            throw new IllegalArgumentException("all configurations of a GPU run need the same world size");
+        }
+        String mode = mode(world, mpsRunning(System.getenv()));
+        // results go back in the order of the specs, whatever the launches' order
+        Map<RunSpec, List<Measurement>> byLaunch = new LinkedHashMap<>();
+        for (List<RunSpec> launch : launches(specs)) {
+            List<Measurement> ms = runLaunch(launch, plan, world, mode);
+            for (Measurement m : ms) {
+                byLaunch.computeIfAbsent(m.spec(), k -> new ArrayList<>()).add(m);
+            }
+        }
+        List<Measurement> out = new ArrayList<>();
+        for (RunSpec s : specs) {
+            out.add(byLaunch.get(s).removeFirst());
+        }
+        return out;
+    }
+
+    private List<Measurement> runLaunch(List<RunSpec> specs, RoundPlan plan, int world, String mode) throws Exception {
+        Path dir = Files.createTempDirectory("moecomm-gpu-run");
+        try {
+            LocalLauncher.Builder b = LocalLauncher.builder()
+                    .worldSize(world)
+                    .mainClass(rankMain)
+                    .classPath(LocalLauncher.classPathWith(rankMain, GpuRankMain.class, GpuBackend.class))
+                    .jvmOption("-Xss4m")
+                    .gpuPolicy(LocalLauncher.GpuPolicy.SHARED)
+                    .output(rankOutput)
+                    .timeout(launchTimeout)
+                    .args(rankArgs(dir, plan, specs));
+            if (System.getProperty("moecomm.log.level") == null) {
+                b.jvmOption("-Dmoecomm.log.level=WARN");
+            }
+            b.build().run();
+            List<RankSamples> ranks = new ArrayList<>();
+            for (int r = 0; r < world; r++) {
+                ranks.add(RankSamples.read(RankSamples.file(dir, r)));
+            }
+            return collect(specs, plan, ranks, mode);
+        } finally {
+            deleteTree(dir);
+        }
+    }
+
+    /** The measurements of one launch from every rank's samples. */
+    static List<Measurement> collect(List<RunSpec> specs, RoundPlan plan, List<RankSamples> ranks, String mode) {
+        List<Measurement> out = new ArrayList<>();
+        String device = ranks.getFirst().device();
+        for (int i = 0; i < specs.size(); i++) {
+            RunSpec spec = specs.get(i);
+            List<long[][]> perRank = new ArrayList<>();
+            List<String> problems = new ArrayList<>();
+            for (int r = 0; r < ranks.size(); r++) {
+                RankSamples s = ranks.get(r);
+                if (!spec.equals(s.spec(i))) {
+                    throw new IllegalStateException("rank " + r + " ran " + s.spec(i) + " as configuration " + i
+                            + ", expected " + spec);
+                }
+                perRank.add(s.samples(i));
+                problems.addAll(s.problems(i));
+            }
+            Workload w = spec.workload();
+            TrafficModel traffic = TrafficModel.of(w, new BufferLayout(spec.config()).rowBytes());
+            out.add(new Measurement(spec, plan, traffic, Measurement.slowest(perRank, plan.rounds()), problems, device,
+                    mode));
+        }
+        return out;
+    }
+
+    private static void deleteTree(Path dir) {
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException e) {
+                    // a leftover in the temporary folder is harmless
+                }
+            });
+        } catch (IOException e) {
+            // likewise
+        }
+    }
+}

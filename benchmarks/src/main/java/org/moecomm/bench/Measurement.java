@@ -1,0 +1,69 @@
+package org.moecomm.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What one configuration gave: per phase ({@link Phases} order) the per-round samples of the
+ * slowest rank, the problems the reference checks found (empty: verified), the bytes moved, and
+ * where it ran ({@code device}: the GPU's name, or "cpu"; {@code mode}: how the ranks ran).
+ */
+record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<PhaseTimes> phases, List<String> problems,
+                   String device, String mode) {
+    Measurement {
+        if (phases.size() != Phases.COUNT) {
+            throw new IllegalArgumentException(Phases.COUNT + " phases needed, got " + phases.size());
+        }
+        phases = List.copyOf(phases);
+        problems = List.copyOf(problems);
+    }
+
+    boolean verified() {
+        return problems.isEmpty();
+    }
+
+    PhaseTimes phase(int index) {
+        return phases.get(index);
+    }
+
+    /**
+     * Per round and phase, the slowest rank's time: {@code perRank[rank][phase][round]} nanoseconds
+     * to {@link PhaseTimes} in {@link Phases} order.
+     */
+    static List<PhaseTimes> slowest(List<long[][]> perRank, int rounds) {
+        if (perRank.isEmpty()) {
+            throw new IllegalArgumentException("no rank's samples");
+        }
+        List<PhaseTimes> out = new ArrayList<>();
+        for (int p = 0; p < Phases.COUNT; p++) {
+            PhaseTimes t = new PhaseTimes(Phases.NAMES.get(p), rounds);
+            for (int i = 0; i < rounds; i++) {
+                long max = 0;
+                for (long[][] rank : perRank) {
+                    if (rank[p].length != rounds) {
+                        throw new IllegalArgumentException("phase " + Phases.NAMES.get(p) + ": " + rank[p].length
+                                + " samples from a rank, expected " + rounds);
+                    }
+                    max = Math.max(max, rank[p][i]);
+                }
+                t.add(max);
+            }
+            out.add(t);
+        }
+        return out;
+    }
+
+    /** Logical GB/s (BENCHMARKS.md) of {@code bytes} in the median of {@code phase}. */
+    double gbps(long bytes, int phase) {
+        double us = phase(phase).medianMicros();
+        return us > 0 ? bytes / (us * 1e3) : Double.NaN;
+    }
+
+    double dispatchGBps() {
+        return gbps(traffic.logicalDispatchBytes(), Phases.DISPATCH);
+    }
+
+    double combineGBps() {
+        return gbps(traffic.logicalCombineBytes(), Phases.COMBINE);
+    }
+}

@@ -1,0 +1,110 @@
+package org.moecomm.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The per-phase results as JSON lines, one line per configuration (preset x tokens) with every
+ * phase in it (BENCHMARKS.md "Record"): {@code preset, tokens, world, group, routing, backend,
+ * mode, gpu, date, commit, command, warmup, rounds, checked, verified}, per phase
+ * {@code <phase>MedianUs} and {@code <phase>P90Us} for dispatchSend, dispatchRecv, combineSend,
+ * combineRecv and the whole dispatch and combine, the bytes ({@code pairs, dispatchRows,
+ * dispatchLogicalBytes, combineLogicalBytes, dispatchWireBytes, combineWireBytes}) and the
+ * logical rates {@code dispatchGBps, combineGBps} (logical bytes over the whole operation's median).
+ */
+final class PhaseJson {
+    static final String TIMING_GPU = "CUDA events on each rank's stream; per round the slowest rank;"
+            + " all ranks aligned by a barrier before dispatch and before combine";
+    static final String TIMING_CPU = "System.nanoTime around each call; per round the slowest rank;"
+            + " all ranks aligned by a barrier before dispatch and before combine";
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private PhaseJson() {
+    }
+
+    /** Run-wide fields of every line. */
+    record Run(String backend, LocalDate date, String commit, String command) {
+    }
+
+    static String line(Measurement m, Run run) {
+        ObjectNode o = JSON.createObjectNode();
+        RunSpec s = m.spec();
+        o.put("preset", s.preset());
+        o.put("tokens", s.tokens());
+        o.put("world", s.world());
+        o.put("group", s.group());
+        o.put("routing", s.skewed() ? "skewed to rank 0" : "uniform");
+        o.put("seed", s.seed());
+        o.put("backend", run.backend());
+        o.put("mode", m.mode());
+        o.put("gpu", m.device());
+        o.put("date", run.date().toString());
+        o.put("commit", run.commit());
+        o.put("command", run.command());
+        o.put("timing", run.backend().equals("gpu") ? TIMING_GPU : TIMING_CPU);
+        o.put("warmup", m.plan().warmup());
+        o.put("rounds", m.plan().rounds());
+        o.put("checked", m.plan().checkedDescription());
+        o.put("verified", m.verified());
+        for (int p = 0; p < Phases.COUNT; p++) {
+            PhaseTimes t = m.phase(p);
+            number(o, Phases.KEYS.get(p) + "MedianUs", t.medianMicros());
+            number(o, Phases.KEYS.get(p) + "P90Us", t.p90Micros());
+        }
+        TrafficModel tr = m.traffic();
+        o.put("pairs", tr.pairs());
+        o.put("dispatchRows", tr.dispatchRows());
+        o.put("dispatchLogicalBytes", tr.logicalDispatchBytes());
+        o.put("combineLogicalBytes", tr.logicalCombineBytes());
+        o.put("dispatchWireBytes", tr.wireDispatchBytes());
+        o.put("combineWireBytes", tr.wireCombineBytes());
+        number(o, "dispatchGBps", m.dispatchGBps());
+        number(o, "combineGBps", m.combineGBps());
+        if (!m.verified()) {
+            o.put("problems", String.join("\n", m.problems().subList(0, Math.min(20, m.problems().size()))));
+        }
+        return o.toString();
+    }
+
+    static List<String> lines(List<Measurement> ms, Run run) {
+        return ms.stream().map(m -> line(m, run)).toList();
+    }
+
+    /**
+     * {@code <date>-<device>-gpu-phases.json} for the GPU backend (the GPU named in lower case,
+     * without "NVIDIA"), {@code <date>-cpu-phases.json} for the CPU backend's dry run.
+     */
+    static String fileName(LocalDate date, String backend, String device) {
+        if (!backend.equals("gpu")) {
+            return date + "-cpu-phases.json";
+        }
+        String slug = device.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
+                .replaceAll("^-+|-+$", "");
+        return date + "-" + (slug.isEmpty() ? "device" : slug) + "-gpu-phases.json";
+    }
+
+    static Path write(Path file, List<String> lines) throws IOException {
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        Files.write(file, lines);
+        return file;
+    }
+
+    /** Four decimals; null where there is no number (JSON has no NaN). */
+    private static void number(ObjectNode o, String key, double v) {
+        if (Double.isFinite(v)) {
+            o.put(key, Math.round(v * 10000.0) / 10000.0);
+        } else {
+            o.putNull(key);
+        }
+    }
+}

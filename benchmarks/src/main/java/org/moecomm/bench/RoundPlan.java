@@ -1,0 +1,54 @@
+package org.moecomm.bench;
+
+/**
+ * The rounds of one configuration: {@code warmup} untimed, then {@code rounds} timed. Round 0 is
+ * always checked against the reference (outputs poisoned first), the last one too with
+ * {@code checkLast}. The experts (host work, never timed) run every round with
+ * {@code expertsEveryRound}, else only before checked rounds: later rounds then combine the
+ * expert outputs left from the last checked round, which moves the same bytes.
+ */
+record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEveryRound) {
+    RoundPlan {
+        if (warmup < 0) {
+            throw new IllegalArgumentException("warm-up rounds must be >= 0, got " + warmup);
+        }
+        if (rounds < 1) {
+            throw new IllegalArgumentException("timed rounds must be >= 1, got " + rounds);
+        }
+    }
+
+    int total() {
+        return warmup + rounds;
+    }
+
+    boolean checked(int round) {
+        return round == 0 || (checkLast && round == total() - 1);
+    }
+
+    boolean timed(int round) {
+        return round >= warmup;
+    }
+
+    boolean runExperts(int round) {
+        return expertsEveryRound || checked(round);
+    }
+
+    /** How the checks are described in output and JSON. */
+    String checkedDescription() {
+        return checkLast && total() > 1 ? "first and last round" : "first round";
+    }
+
+    /** Words of a rank's command line. */
+    String encode() {
+        return warmup + ":" + rounds + ":" + checkLast + ":" + expertsEveryRound;
+    }
+
+    static RoundPlan decode(String s) {
+        String[] f = s.split(":");
+        if (f.length != 4) {
+            throw new IllegalArgumentException("not a round plan (warmup:rounds:checkLast:expertsEveryRound): " + s);
+        }
+        return new RoundPlan(Integer.parseInt(f[0]), Integer.parseInt(f[1]), Boolean.parseBoolean(f[2]),
+                Boolean.parseBoolean(f[3]));
+    }
+}

@@ -1,0 +1,95 @@
+package org.moecomm.bench;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.function.Supplier;
+import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.launch.LaunchException;
+import picocli.CommandLine.Option;
+
+/**
+ * What {@code demo} and {@code bench} share: the world and routing options, the backend choice
+ * ({@link BackendChoice}), the runner of the chosen backend, and error reporting. Subclasses
+ * give the configurations and the round plan and print or record the measurements.
+ */
+abstract class RunCommand implements Callable<Integer> {
+    @Option(names = "--world", defaultValue = "4", description = "Ranks, W (default: ${DEFAULT-VALUE}).")
+    int world;
+
+    @Option(names = "--group", defaultValue = "1", description = "Ranks per token group, G (default: ${DEFAULT-VALUE}).")
+    int group;
+
+    @Option(names = "--skewed", description = "Send half of all picks to the experts of rank 0.")
+    boolean skewed;
+
+    @Option(names = "--seed", defaultValue = "1", description = "Random seed (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--backend", defaultValue = "auto",
+            description = "auto (the GPU backend when a CUDA GPU and the NVSHMEM bridge are usable, else cpu), cpu,"
+                    + " gpu (W processes on one GPU; fails when unavailable) (default: ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--launch-timeout", defaultValue = "600",
+            description = "GPU backend: bound in seconds of each launch of the rank processes (default: ${DEFAULT-VALUE}).")
+    long launchTimeoutSeconds;
+
+    /** Where results go (tests replace it). */
+    PrintStream out = System.out;
+    /** Where errors and the rank processes' output go (tests replace it). */
+    PrintStream err = System.err;
+    /** Whether the GPU backend can run here (tests replace it). */
+    Supplier<GpuBackend.Availability> gpuProbe = GpuBackend::availability;
+
+    /** The name errors are reported under. */
+    abstract String name();
+
+    /** The configurations to run (may throw {@link IllegalArgumentException} for bad options). */
+    abstract List<RunSpec> specs();
+
+    abstract RoundPlan plan();
+
+    /** Prints or records the measurements; returns the exit status. */
+    abstract int report(BackendChoice.Choice choice, List<Measurement> results) throws Exception;
+
+    /** Called once the backend is chosen, before anything runs. */
+    void started(BackendChoice.Choice choice, List<RunSpec> specs) {
+    }
+
+    @Override
+    public final Integer call() throws Exception {
+        BackendChoice.Choice choice;
+        List<RunSpec> specs;
+        RoundPlan plan;
+        try {
+            specs = specs();
+            plan = plan();
+            choice = BackendChoice.choose(backend, gpuProbe);
+        } catch (IllegalArgumentException e) {
+            err.println("moecomm " + name() + ": " + e.getMessage());
+            return 2;
+        }
+        started(choice, specs);
+        List<Measurement> results;
+        try {
+            results = runner(choice).run(specs, plan);
+        } catch (LaunchException e) {
+            err.println("moecomm " + name() + ": the GPU run failed: " + e.getMessage());
+            return 1;
+        }
+        return report(choice, results);
+    }
+
+    Runner runner(BackendChoice.Choice choice) {
+        return switch (choice.backend()) {
+            case CPU -> new CpuRunner();
+            case GPU -> new GpuRunner(Duration.ofSeconds(launchTimeoutSeconds), err);
+        };
+    }
+
+    static String label(BackendChoice.Choice choice) {
+        return choice.backend() == BackendChoice.Backend.GPU ? "gpu" : "cpu";
+    }
+}

@@ -1,0 +1,58 @@
+package org.moecomm.bench;
+
+import java.util.Locale;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.Preset;
+import org.moecomm.core.check.Workload;
+
+/**
+ * One configuration to measure: a preset at {@code tokens} tokens per rank (also the handle's
+ * maximum M), on {@code world} ranks in groups of {@code group}, with the seeded routing (uniform,
+ * or half of all picks to rank 0's experts). Every rank rebuilds the same workload from it.
+ */
+record RunSpec(String preset, int tokens, int world, int group, boolean skewed, long seed) {
+    RunSpec {
+        Preset.byLabel(preset);
+        if (tokens < 1) {
+            throw new IllegalArgumentException("tokens per rank must be positive, got " + tokens);
+        }
+        if (world < 1) {
+            throw new IllegalArgumentException("world size must be positive, got " + world);
+        }
+        if (group < 1 || world % group != 0) {
+            throw new IllegalArgumentException("group size " + group + " must divide the world size " + world);
+        }
+    }
+
+    MoeConfig config() {
+        return Preset.byLabel(preset).config(world, group, tokens).build();
+    }
+
+    Workload workload() {
+        Workload.Options options = Workload.Options.defaults().tokens(tokens);
+        if (skewed) {
+            options = options.skewedTo(0);
+        }
+        return Workload.generate(config(), seed, options);
+    }
+
+    /** One word, for a rank's command line: {@code preset:tokens:world:group:uniform|skewed:seed}. */
+    String encode() {
+        return String.join(":", preset, Integer.toString(tokens), Integer.toString(world), Integer.toString(group),
+                skewed ? "skewed" : "uniform", Long.toString(seed));
+    }
+
+    static RunSpec decode(String s) {
+        String[] f = s.split(":");
+        if (f.length != 6 || !(f[4].equals("skewed") || f[4].equals("uniform"))) {
+            throw new IllegalArgumentException("not a run spec (preset:tokens:world:group:uniform|skewed:seed): " + s);
+        }
+        return new RunSpec(f[0], Integer.parseInt(f[1]), Integer.parseInt(f[2]), Integer.parseInt(f[3]),
+                f[4].equals("skewed"), Long.parseLong(f[5]));
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "%s m=%d W=%d G=%d%s", preset, tokens, world, group, skewed ? " skewed" : "");
+    }
+}

@@ -1,0 +1,160 @@
+package org.moecomm.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.core.gpu.GpuBackend;
+import picocli.CommandLine;
+
+/**
+ * {@code demo} and {@code bench} end to end on the CPU backend at small sizes (CI, no GPU): option
+ * parsing, the backend choice when there is no GPU (auto runs on the CPU, gpu is a clear error),
+ * the shared output, and the JSON lines file.
+ */
+class CommandsCpuTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
+
+    private int execute(RunCommand cmd, String... args) {
+        cmd.out = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
+        cmd.err = new PrintStream(errBytes, true, StandardCharsets.UTF_8);
+        cmd.gpuProbe = () -> new GpuBackend.Availability(false, "CUDA: no CUDA driver (test)");
+        return new CommandLine(cmd).execute(args);
+    }
+
+    private String out() {
+        return outBytes.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return errBytes.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void demoOptionsParse() {
+        DemoCommand d = new DemoCommand();
+        new CommandLine(d).parseArgs("--preset", "mixtral-8x7b", "--tokens", "7", "--world", "2", "--group", "2",
+                "--rounds", "3", "--warmup", "1", "--skewed", "--seed", "9", "--backend", "cpu");
+        assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9)), d.specs());
+        assertEquals(new RoundPlan(1, 3, true, true), d.plan());
+        assertEquals("cpu", d.backend);
+        DemoCommand defaults = new DemoCommand();
+        new CommandLine(defaults).parseArgs();
+        assertEquals("auto", defaults.backend);
+        assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs());
+    }
+
+    @Test
+    void benchOptionsParse() {
+        BenchCommand b = new BenchCommand();
+        new CommandLine(b).parseArgs();
+        assertEquals(8, b.specs().size());
+        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1), b.specs().getFirst());
+        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1), b.specs().getLast());
+        assertEquals(new RoundPlan(20, 100, false, false), b.plan());
+        assertEquals(Path.of("benchmarks/results"), b.outDir);
+    }
+
+    @Test
+    void demoOnAutoWithoutAGpuRunsOnTheCpuAndVerifies() {
+        int rc = execute(new DemoCommand(), "--preset", "deepseek-v2-lite", "--tokens", "3", "--world", "2",
+                "--rounds", "3", "--warmup", "1");
+        assertEquals(0, rc, out() + err());
+        String o = out();
+        assertTrue(o.contains("backend=cpu (no GPU backend here: CUDA: no CUDA driver (test))"), o);
+        assertTrue(o.contains("RESULT: verified against the reference on every rank (first and last round;"), o);
+        for (String phase : List.of("dispatch send", "dispatch recv", "combine send", "combine recv",
+                "dispatch (all)", "combine (all)")) {
+            assertTrue(o.contains(phase), phase + " missing:\n" + o);
+        }
+        assertTrue(o.contains("GB/s logical") && o.contains("MiB logical"), o);
+    }
+
+    @Test
+    void demoForcedOnTheGpuWithoutOneFailsClearly() {
+        int rc = execute(new DemoCommand(), "--backend", "gpu");
+        assertEquals(2, rc);
+        assertTrue(err().contains("moecomm demo: --backend gpu: the GPU backend cannot run here: CUDA: no CUDA driver"),
+                err());
+        assertFalse(out().contains("RESULT"), out());
+    }
+
+    @Test
+    void badOptionsAreRefusedBeforeRunning() {
+        assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--preset", "nope"));
+        assertTrue(err().contains("unknown preset 'nope'"), err());
+        assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--world", "4", "--group", "3"));
+        assertTrue(err().contains("group size 3 must divide the world size 4"), err());
+        assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--rounds", "0"));
+    }
+
+    @Test
+    void benchOnTheCpuWritesJsonLines(@TempDir Path dir) throws Exception {
+        int rc = execute(new BenchCommand(), "--backend", "cpu", "--presets", "deepseek-v2-lite,mixtral-8x7b",
+                "--tokens", "1,4", "--world", "2", "--warmup", "1", "--rounds", "3", "--out-dir", dir.toString(),
+                "--commit", "abc123");
+        assertEquals(0, rc, out() + err());
+        List<Path> files;
+        try (Stream<Path> s = Files.list(dir)) {
+            files = s.toList();
+        }
+        assertEquals(1, files.size(), files.toString());
+        assertTrue(files.getFirst().getFileName().toString().endsWith("-cpu-phases.json"), files.toString());
+        List<String> lines = Files.readAllLines(files.getFirst());
+        assertEquals(4, lines.size());
+        JsonNode first = JSON.readTree(lines.getFirst());
+        assertEquals("deepseek-v2-lite", first.get("preset").asText());
+        assertEquals(1, first.get("tokens").asInt());
+        assertEquals(2, first.get("world").asInt());
+        assertEquals("abc123", first.get("commit").asText());
+        assertTrue(first.get("command").asText().startsWith("moecomm bench --backend cpu"), first.toString());
+        assertEquals("cpu", first.get("backend").asText());
+        assertTrue(first.get("verified").asBoolean());
+        JsonNode last = JSON.readTree(lines.getLast());
+        assertEquals("mixtral-8x7b", last.get("preset").asText());
+        assertEquals(4, last.get("tokens").asInt());
+        assertTrue(out().contains("BENCH OK"), out());
+        assertTrue(out().contains("wrote 4 lines to"), out());
+    }
+
+    @Test
+    void benchForcedOnTheGpuWithoutOneWritesNothing(@TempDir Path dir) throws Exception {
+        assertEquals(2, execute(new BenchCommand(), "--backend", "gpu", "--out-dir", dir.toString()));
+        try (Stream<Path> s = Files.list(dir)) {
+            assertEquals(0, s.count());
+        }
+        assertTrue(err().contains("moecomm bench: --backend gpu: the GPU backend cannot run here"), err());
+    }
+
+    @Test
+    void benchThroughMainRecordsItsInvocation(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("x-gpu-phases.json");
+        int rc = new CommandLine(new Main()).execute("bench", "--backend", "cpu", "--presets", "mixtral-8x7b",
+                "--tokens", "1", "--world", "2", "--warmup", "0", "--rounds", "1", "--out", file.toString());
+        assertEquals(0, rc);
+        JsonNode j = JSON.readTree(Files.readAllLines(file).getFirst());
+        assertEquals("moecomm bench --backend cpu --presets mixtral-8x7b --tokens 1 --world 2 --warmup 0 --rounds 1"
+                + " --out " + file, j.get("command").asText());
+    }
+
+    @Test
+    void mainListsTheBenchSubcommand() {
+        CommandLine cl = new CommandLine(new Main());
+        assertTrue(cl.getSubcommands().containsKey("bench"));
+        assertTrue(cl.getSubcommands().containsKey("demo"));
+    }
+}

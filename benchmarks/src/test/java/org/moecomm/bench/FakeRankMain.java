@@ -1,0 +1,38 @@
+package org.moecomm.bench;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.moecomm.core.launch.LaunchEnv;
+
+/**
+ * Stands in for {@link GpuRankMain} without a GPU: takes the same arguments, reads its rank from
+ * the launcher's environment and writes samples (rank r, config i, phase p, round k: 1000 * (r + 1)
+ * * (i + 1) + p + k nanoseconds). With {@code MOECOMM_FAKE_FAIL_RANK} = r, that rank fails instead.
+ */
+public final class FakeRankMain {
+    private FakeRankMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rank = Integer.parseInt(System.getenv(LaunchEnv.RANK));
+        if (Integer.toString(rank).equals(System.getenv("MOECOMM_FAKE_FAIL_RANK"))) {
+            throw new IllegalStateException("fake rank " + rank + " failing on purpose");
+        }
+        Path dir = Path.of(args[0]);
+        RoundPlan plan = RoundPlan.decode(args[1]);
+        Path file = RankSamples.file(dir, rank);
+        RankSamples.append(file, List.of(RankSamples.deviceLine("Fake GPU")));
+        for (int i = 2; i < args.length; i++) {
+            int cfg = i - 2;
+            long[][] s = new long[Phases.COUNT][plan.rounds()];
+            for (int p = 0; p < Phases.COUNT; p++) {
+                for (int k = 0; k < plan.rounds(); k++) {
+                    s[p][k] = 1000L * (rank + 1) * (cfg + 1) + p + k;
+                }
+            }
+            RankSamples.append(file, RankSamples.lines(cfg, RunSpec.decode(args[i]), new ArrayList<>(), s));
+        }
+        System.out.println("fake rank " + rank + " wrote " + file.getFileName());
+    }
+}

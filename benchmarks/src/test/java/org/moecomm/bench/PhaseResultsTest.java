@@ -1,0 +1,188 @@
+package org.moecomm.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.core.protocol.BufferLayout;
+
+/**
+ * The pieces between the GPU rank processes and the results file, without a GPU: the specs and
+ * plans on a rank's command line, the rank sample files, the slowest-rank aggregation, the JSON
+ * line and its file name, the recorded commit.
+ */
+class PhaseResultsTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final RoundPlan PLAN = new RoundPlan(2, 3, false, false);
+
+    @Test
+    void specsAndPlansSurviveTheCommandLine() {
+        RunSpec s = new RunSpec("deepseek-v3", 128, 4, 2, true, 42);
+        assertEquals(s, RunSpec.decode(s.encode()));
+        assertEquals(PLAN, RoundPlan.decode(PLAN.encode()));
+        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4"));
+        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("nope:1:4:1:uniform:1"));
+    }
+
+    @Test
+    void roundPlanChecksFirstAndOptionallyLast() {
+        RoundPlan demo = new RoundPlan(1, 3, true, true);
+        assertTrue(demo.checked(0) && demo.checked(3) && !demo.checked(1));
+        assertFalse(demo.timed(0));
+        assertTrue(demo.timed(1));
+        assertEquals("first and last round", demo.checkedDescription());
+        assertTrue(PLAN.checked(0) && !PLAN.checked(4));
+        assertTrue(PLAN.runExperts(0) && !PLAN.runExperts(1));
+        assertEquals("first round", PLAN.checkedDescription());
+        assertThrows(IllegalArgumentException.class, () -> new RoundPlan(0, 0, false, false));
+    }
+
+    @Test
+    void launchesGroupByPresetInOrder(@TempDir Path dir) {
+        List<RunSpec> specs = List.of(spec("deepseek-v3", 1), spec("deepseek-v2-lite", 1), spec("deepseek-v3", 8));
+        List<List<RunSpec>> l = GpuRunner.launches(specs);
+        assertEquals(List.of(List.of(specs.get(0), specs.get(2)), List.of(specs.get(1))), l);
+        List<String> args = GpuRunner.rankArgs(dir, PLAN, l.getFirst());
+        assertEquals(List.of(dir.toString(), PLAN.encode(), specs.get(0).encode(), specs.get(2).encode()), args);
+        assertEquals("4 processes on 1 GPU under MPS", GpuRunner.mode(4, true));
+        assertFalse(GpuRunner.mpsRunning(Map.of("CUDA_MPS_PIPE_DIRECTORY", dir.resolve("none").toString())));
+    }
+
+    @Test
+    void rankFilesCombineIntoTheSlowestRankPerRound(@TempDir Path dir) throws IOException {
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1), spec("deepseek-v2-lite", 8));
+        // rank 0 is slower in round 0, rank 1 in rounds 1 and 2
+        writeRank(dir, 0, specs, new long[] {9_000, 1_000, 1_000}, List.of());
+        writeRank(dir, 1, specs, new long[] {2_000, 5_000, 7_000}, List.of("rank 1 dispatch: 1 problem(s):\n  expert 3: count 2, expected 1"));
+        List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
+                RankSamples.read(RankSamples.file(dir, 1)));
+        List<Measurement> ms = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(2, true));
+        assertEquals(2, ms.size());
+        Measurement m = ms.getFirst();
+        assertEquals("NVIDIA H200", m.device());
+        // samples 9000, 5000, 7000 ns: median 7 us, p90 9 us
+        assertEquals(7.0, m.phase(Phases.DISPATCH_SEND).medianMicros(), 1e-9);
+        assertEquals(9.0, m.phase(Phases.DISPATCH_SEND).p90Micros(), 1e-9);
+        // the whole dispatch was written as 10x the send
+        assertEquals(70.0, m.phase(Phases.DISPATCH).medianMicros(), 1e-9);
+        assertFalse(m.verified());
+        assertEquals(2, m.problems().size());
+        assertTrue(ms.get(1).verified());
+    }
+
+    @Test
+    void incompleteOrBrokenRankFilesAreErrors(@TempDir Path dir) throws IOException {
+        assertThrows(IOException.class, () -> RankSamples.read(dir.resolve("rank-7.tsv")));
+        Path bad = dir.resolve("bad.tsv");
+        Files.writeString(bad, "device\tX\nweird\t1\n");
+        IOException e = assertThrows(IOException.class, () -> RankSamples.read(bad));
+        assertTrue(e.getMessage().contains("line 2"), e.getMessage());
+        Path partial = dir.resolve("partial.tsv");
+        Files.writeString(partial, "device\tX\nspec\t0\t" + spec("deepseek-v3", 1).encode() + "\nphase\t0\t0\t1,2\n");
+        RankSamples r = RankSamples.read(partial);
+        assertThrows(IllegalStateException.class, () -> r.samples(0));
+    }
+
+    @Test
+    void jsonLineHasTheRecordedFields() throws IOException {
+        RunSpec s = spec("deepseek-v3", 8);
+        long[][] samples = new long[Phases.COUNT][3];
+        for (int p = 0; p < Phases.COUNT; p++) {
+            samples[p] = new long[] {10_000L * (p + 1), 20_000L * (p + 1), 30_000L * (p + 1)};
+        }
+        TrafficModel traffic = TrafficModel.of(s.workload(), new BufferLayout(s.config()).rowBytes());
+        Measurement m = new Measurement(s, PLAN, traffic, Measurement.slowest(List.<long[][]>of(samples), 3), List.of(),
+                "NVIDIA H200", GpuRunner.mode(4, true));
+        JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
+                "bash scripts/gpu-nvshmem-check.sh")));
+        for (String k : List.of("preset", "tokens", "world", "group", "mode", "gpu", "commit", "command", "date",
+                "warmup", "rounds", "checked", "verified", "timing", "pairs", "dispatchLogicalBytes",
+                "combineLogicalBytes", "dispatchWireBytes", "combineWireBytes", "dispatchGBps", "combineGBps")) {
+            assertTrue(j.has(k), k + " missing in " + j);
+        }
+        for (String k : Phases.KEYS) {
+            assertTrue(j.get(k + "MedianUs").isNumber() && j.get(k + "P90Us").isNumber(), k + " in " + j);
+        }
+        assertEquals("4 processes on 1 GPU under MPS", j.get("mode").asText());
+        assertEquals("NVIDIA H200", j.get("gpu").asText());
+        assertEquals(20.0, j.get("dispatchSendMedianUs").asDouble(), 1e-9);
+        assertEquals(30.0, j.get("dispatchSendP90Us").asDouble(), 1e-9);
+        // the whole dispatch (phase 4) has median 100 us: GB/s = logical bytes / (100 us * 1e3)
+        long bytes = j.get("dispatchLogicalBytes").asLong();
+        assertEquals(traffic.pairs() * (7168L + 4L * 56), bytes);
+        assertEquals(bytes / 1e5, j.get("dispatchGBps").asDouble(), 1e-3);
+        assertEquals(traffic.pairs() * 7168L * 2, j.get("combineLogicalBytes").asLong());
+        assertTrue(j.get("verified").asBoolean());
+        assertFalse(j.has("problems"));
+    }
+
+    @Test
+    void fileNamesEndInGpuPhases() {
+        LocalDate d = LocalDate.of(2026, 12, 2);
+        assertEquals("2026-12-02-h200-gpu-phases.json", PhaseJson.fileName(d, "gpu", "NVIDIA H200"));
+        assertEquals("2026-12-02-device-gpu-phases.json", PhaseJson.fileName(d, "gpu", "NVIDIA"));
+        assertEquals("2026-12-02-cpu-phases.json", PhaseJson.fileName(d, "cpu", "cpu"));
+    }
+
+    @Test
+    void commitComesFromTheEnvironmentOrTheBundle(@TempDir Path dir) throws IOException {
+        Path info = dir.resolve("BUNDLE.txt");
+        assertEquals("unknown", BenchCommand.defaultCommit(Map.of(), info));
+        Files.writeString(info, "built: 2026-12-02\ncommit: 1a2b3c4 (with uncommitted changes)\n");
+        assertEquals("1a2b3c4 (with uncommitted changes)", BenchCommand.defaultCommit(Map.of(), info));
+        assertEquals("feed", BenchCommand.defaultCommit(Map.of("MOECOMM_COMMIT", "feed"), info));
+    }
+
+    @Test
+    void gpuRunnerLaunchesRankProcessesAndCombinesTheirFiles() throws Exception {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream ranksOut = new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8);
+        GpuRunner runner = new GpuRunner(java.time.Duration.ofMinutes(2), ranksOut, FakeRankMain.class);
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1), spec("mixtral-8x7b", 2), spec("deepseek-v2-lite", 4));
+        List<Measurement> ms = runner.run(specs, PLAN);
+        assertEquals(specs, ms.stream().map(Measurement::spec).toList());
+        assertTrue(bytes.toString(java.nio.charset.StandardCharsets.UTF_8).contains("[rank 1] fake rank 1 wrote"));
+        // deepseek-v2-lite m=4 is the second configuration of the first launch: rank 1 (slowest) writes
+        // 1000 * 2 * 2 + p + k; rounds k = 0, 1, 2: median at k = 1
+        Measurement m = ms.get(2);
+        assertEquals(4.0 + (Phases.COMBINE + 1) / 1000.0, m.phase(Phases.COMBINE).medianMicros(), 1e-9);
+        assertEquals("Fake GPU", m.device());
+        assertTrue(m.mode().startsWith("2 processes on 1 GPU"), m.mode());
+        assertTrue(ms.stream().allMatch(Measurement::verified));
+    }
+
+    private static RunSpec spec(String preset, int tokens) {
+        return new RunSpec(preset, tokens, 2, 1, false, 1);
+    }
+
+    /** A rank's file: every phase p of config i has samples base * (p == DISPATCH ? 10 : 1). */
+    private static void writeRank(Path dir, int rank, List<RunSpec> specs, long[] base, List<String> problems)
+            throws IOException {
+        Path f = RankSamples.file(dir, rank);
+        RankSamples.append(f, List.of(RankSamples.deviceLine("NVIDIA H200")));
+        for (int i = 0; i < specs.size(); i++) {
+            long[][] s = new long[Phases.COUNT][];
+            for (int p = 0; p < Phases.COUNT; p++) {
+                s[p] = base.clone();
+                if (p == Phases.DISPATCH) {
+                    for (int k = 0; k < s[p].length; k++) {
+                        s[p][k] *= 10;
+                    }
+                }
+            }
+            RankSamples.append(f, RankSamples.lines(i, specs.get(i), i == 0 ? problems : new ArrayList<>(), s));
+        }
+    }
+}

@@ -141,7 +141,10 @@ final class Analysis {
         return out;
     }
 
-    /** For a one-operand {@code if<cond>} on a constant: whether it branches; else {@code null}. */
+    /**
+     * For an {@code if<cond>} on a constant, or an {@code if_icmp<cond>} on two constants (such as
+     * a specialised dtype compared with a dtype code): whether it branches; else {@code null}.
+     */
     static Boolean constantCondition(Opcode op, Frame in) {
         int c;
         switch (op) {
@@ -152,16 +155,24 @@ final class Analysis {
                 }
                 c = v.intConstant();
             }
+            case IF_ICMPEQ, IF_ICMPNE, IF_ICMPLT, IF_ICMPGE, IF_ICMPGT, IF_ICMPLE -> {
+                Value a = in.peek(1);
+                Value b = in.peek(0);
+                if (!a.isConstant() || !b.isConstant()) {
+                    return null;
+                }
+                c = Integer.compare(a.intConstant(), b.intConstant());
+            }
             default -> {
                 return null;
             }
         }
         return switch (op) {
-            case IFEQ -> c == 0;
-            case IFNE -> c != 0;
-            case IFLT -> c < 0;
-            case IFGE -> c >= 0;
-            case IFGT -> c > 0;
+            case IFEQ, IF_ICMPEQ -> c == 0;
+            case IFNE, IF_ICMPNE -> c != 0;
+            case IFLT, IF_ICMPLT -> c < 0;
+            case IFGE, IF_ICMPGE -> c >= 0;
+            case IFGT, IF_ICMPGT -> c > 0;
             default -> c <= 0;
         };
     }

@@ -436,6 +436,13 @@ final class Lowering {
                 f.op("@" + p + " bra " + target);
             }
             default -> {
+                Boolean taken = Analysis.constantCondition(op, in);
+                if (taken != null) {
+                    if (taken) {
+                        f.op("bra " + target);
+                    }
+                    return;
+                }
                 String p = f.pred();
                 f.op("setp." + intCondition(op) + ".s32 " + p + ", " + top(in, 1) + ", " + top(in, 0));
                 f.op("@" + p + " bra " + target);

@@ -132,16 +132,17 @@ public final class PtxCompiler {
                 k = t == int.class ? Kind.INT : t == long.class ? Kind.LONG : Kind.FLOAT;
                 String type = t == int.class ? "u32" : t == long.class ? "u64" : "f32";
                 String param = f.param(type);
-                Integer constant = kernel.constants().get(p - 1);
-                if (constant != null) {
+                if (kernel.constants().containsKey(p - 1)) {
                     // A specialisation constant: the parameter stays in the ABI, its value is compiled in
                     // so that ptxas folds branches on it and unrolls loops it bounds.
-                    f.op("mov.u32 " + f.reg(k, 'L', slot, frame) + ", " + constant);
+                    f.op("mov.u32 " + f.reg(k, 'L', slot, frame) + ", " + kernel.constants().get(p - 1));
                 } else {
                     f.op("ld.param." + type + " " + f.reg(k, 'L', slot, frame) + ", [" + param + "]");
                 }
             }
-            locals[slot] = Value.of(k);
+            Integer constant = kernel.constants().get(p - 1);
+            // A specialised parameter is a constant for the analysis too: branches on it are dropped.
+            locals[slot] = constant != null ? Value.constant(k, constant) : Value.of(k);
             slot += k.slots;
         }
 

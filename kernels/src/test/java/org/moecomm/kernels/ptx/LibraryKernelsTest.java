@@ -65,6 +65,11 @@ class LibraryKernelsTest {
         assertFalse(k.ptx().contains("[MoeKernels_reduce_param_6]"), "topK must not be loaded from its parameter");
         assertTrue(k.ptx().contains("[MoeKernels_reduce_param_5]"), "hidden stays a runtime parameter");
         assertTrue(k.ptx().contains(".param .u32 MoeKernels_reduce_param_6"), "the parameter list (ABI) is unchanged");
+        // The branches on the dtypes are resolved at compile time: only the fp16 store and the bf16 load remain.
+        assertTrue(k.ptx().contains("cvt.rn.f16.f32"), "fp16 output conversion");
+        assertFalse(k.ptx().contains("cvt.rn.bf16.f32"), "no bf16 output path");
+        assertFalse(k.ptx().contains("e4m3"), "no fp8 paths");
+        assertFalse(k.ptx().contains("ld.global.f32 %fS0_"), "no fp32 input path");
         assertNotEquals(PtxCompiler.compileCached(generic), PtxCompiler.compileCached(special),
                 "the cache keeps one compiled kernel per set of constants");
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());

@@ -43,6 +43,10 @@ final class ReportCommand implements Callable<Integer> {
         if (kernels != null) {
             table.append(kernelTable(kernels));
         }
+        Path phases = newest("gpu-phases.json");
+        if (phases != null) {
+            table.append(phaseTable(phases));
+        }
         String text = Files.readString(readme);
         int b = text.indexOf(BEGIN);
         int e = text.indexOf(END);
@@ -51,7 +55,7 @@ final class ReportCommand implements Callable<Integer> {
         }
         Files.writeString(readme, text.substring(0, b + BEGIN.length()) + "\n" + table + text.substring(e));
         System.out.println("updated " + readme + " from " + (jmh == null ? "-" : jmh.getFileName()) + ", "
-                + (kernels == null ? "-" : kernels.getFileName()));
+                + (kernels == null ? "-" : kernels.getFileName()) + ", " + (phases == null ? "-" : phases.getFileName()));
         return 0;
     }
 
@@ -102,6 +106,28 @@ final class ReportCommand implements Callable<Integer> {
                     r.hasNonNull("twinMedianUs") ? String.format(Locale.ROOT, "%.1f", r.get("twinMedianUs").asDouble()) : "-",
                     r.hasNonNull("ratio") ? String.format(Locale.ROOT, "%.2f", r.get("ratio").asDouble()) : "-",
                     r.path("javaGBps").asDouble(), r.path("copyGBps").asDouble()));
+        }
+        return s.toString();
+    }
+
+    private String phaseTable(Path file) throws IOException {
+        StringBuilder s = new StringBuilder();
+        s.append("\nDispatch and combine per phase on the GPU backend (`").append(file.getFileName())
+                .append("`; median us, slowest rank per round):\n\n| preset | W | mode | tokens/rank | dispatch send |"
+                        + " dispatch recv | dispatch | combine send | combine recv | combine | verified |\n"
+                        + "|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (String line : Files.readAllLines(file)) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode r = json.readTree(line);
+            s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d |", r.path("preset").asText(), r.path("world").asInt(),
+                    r.path("mode").asText(), r.path("tokens").asInt()));
+            for (String key : Phases.KEYS) {
+                JsonNode v = r.get(key + "MedianUs");
+                s.append(v == null || v.isNull() ? " - |" : String.format(Locale.ROOT, " %.1f |", v.asDouble()));
+            }
+            s.append(' ').append(r.path("verified").asText()).append(" |\n");
         }
         return s.toString();
     }

@@ -130,47 +130,23 @@ public final class GpuDeviceMemory implements DeviceMemory, AutoCloseable {
             return;
         }
         closed = true;
-        RuntimeException first = null;
-        try {
+        CloseFailures failures = new CloseFailures();
+        failures.run(() -> {
             exec.context().bind();
             exec.stream().synchronize();
-        } catch (RuntimeException e) {
-            first = e;
-        }
+        });
         for (DeviceBuffer d : owned) {
-            try {
-                d.close();
-            } catch (RuntimeException e) {
-                first = add(first, e);
-            }
+            failures.run(d::close);
         }
         owned.clear();
         for (CudaEvent e : slotEvents) {
             if (e != null) {
-                try {
-                    e.close();
-                } catch (RuntimeException x) {
-                    first = add(first, x);
-                }
+                failures.run(e::close);
             }
         }
         if (staging != null) {
-            try {
-                staging.close();
-            } catch (RuntimeException e) {
-                first = add(first, e);
-            }
+            failures.run(staging::close);
         }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private static RuntimeException add(RuntimeException first, RuntimeException e) {
-        if (first == null) {
-            return e;
-        }
-        first.addSuppressed(e);
-        return first;
+        failures.throwIfAny();
     }
 }

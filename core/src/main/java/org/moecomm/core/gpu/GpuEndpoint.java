@@ -51,21 +51,10 @@ public final class GpuEndpoint implements AutoCloseable {
             return;
         }
         closed = true;
-        RuntimeException first = null;
+        CloseFailures failures = new CloseFailures();
         for (AutoCloseable c : new AutoCloseable[] {transport, memory, exec}) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                RuntimeException r = e instanceof RuntimeException re ? re : new IllegalStateException(e);
-                if (first == null) {
-                    first = r;
-                } else {
-                    first.addSuppressed(r);
-                }
-            }
+            failures.close(c);
         }
-        if (first != null) {
-            throw first;
-        }
+        failures.throwIfAny();
     }
 }

@@ -181,33 +181,13 @@ final class GpuExecution implements AutoCloseable {
             return;
         }
         closed = true;
-        RuntimeException first = null;
-        try {
+        CloseFailures failures = new CloseFailures();
+        failures.run(() -> {
             context.bind();
             stream.synchronize();
-        } catch (RuntimeException e) {
-            first = e;
-        }
-        try {
-            stream.close();
-        } catch (RuntimeException e) {
-            first = add(first, e);
-        }
-        try {
-            errors.close();
-        } catch (RuntimeException e) {
-            first = add(first, e);
-        }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private static RuntimeException add(RuntimeException first, RuntimeException e) {
-        if (first == null) {
-            return e;
-        }
-        first.addSuppressed(e);
-        return first;
+        });
+        failures.run(() -> stream.close());
+        failures.run(() -> errors.close());
+        failures.throwIfAny();
     }
 }

@@ -2,6 +2,7 @@ package org.moecomm.bridge.cuda;
 
 import java.nio.charset.StandardCharsets;
 import org.bytedeco.javacpp.Loader;
+import org.moecomm.bridge.Lazy;
 
 /**
  * Entry point of the CUDA driver binding: loads the JNI library, opens the driver, and turns
@@ -36,7 +37,7 @@ public final class Cuda {
                                int driverVersion, int headerVersion, int deviceCount) {
     }
 
-    private static volatile Availability availability;
+    private static final Lazy<Availability> AVAILABILITY = new Lazy<>(Cuda::probe);
     private static volatile boolean jniLoaded;
 
     private Cuda() {
@@ -44,17 +45,7 @@ public final class Cuda {
 
     /** Loads the JNI library and the driver once, and reports whether CUDA can be used. Never throws. */
     public static Availability availability() {
-        Availability a = availability;
-        if (a == null) {
-            synchronized (Cuda.class) {
-                a = availability;
-                if (a == null) {
-                    a = probe();
-                    availability = a;
-                }
-            }
-        }
-        return a;
+        return AVAILABILITY.get();
     }
 
     public static boolean isAvailable() {

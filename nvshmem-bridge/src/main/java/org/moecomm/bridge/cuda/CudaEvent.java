@@ -1,16 +1,14 @@
 package org.moecomm.bridge.cuda;
 
 /** A CUDA event: a point in a stream, for ordering between streams and for GPU-side timing. */
-public final class CudaEvent implements AutoCloseable {
+public final class CudaEvent extends ContextResource {
     private static final int DISABLE_TIMING = 2;
 
-    private final CudaContext context;
     private final long handle;
     private final boolean timing;
-    private boolean closed;
 
     private CudaEvent(CudaContext context, long handle, boolean timing) {
-        this.context = context;
+        super(context, "event is closed");
         this.handle = handle;
         this.timing = timing;
     }
@@ -67,18 +65,8 @@ public final class CudaEvent implements AutoCloseable {
         return ms[0];
     }
 
-    private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("event is closed");
-        }
-    }
-
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         context.bind();
         Cuda.check(CudaNative.mcEventDestroy(handle), "cuEventDestroy");
     }

@@ -6,17 +6,15 @@ import java.util.Objects;
  * A CUDA graph captured from a stream and instantiated: the captured launches and copies replay
  * with one {@link #launch(CudaStream)} and little CPU cost.
  */
-public final class CudaGraph implements AutoCloseable {
+public final class CudaGraph extends ContextResource {
     /** {@code CU_STREAM_CAPTURE_MODE_THREAD_LOCAL}: other threads' unsafe calls do not break the capture. */
     private static final int CAPTURE_THREAD_LOCAL = 1;
 
-    private final CudaContext context;
     private final long graph;
     private final long exec;
-    private boolean closed;
 
     private CudaGraph(CudaContext context, long graph, long exec) {
-        this.context = context;
+        super(context, "graph is closed");
         this.graph = graph;
         this.exec = exec;
     }
@@ -53,19 +51,13 @@ public final class CudaGraph implements AutoCloseable {
 
     /** Enqueues one replay of the graph on {@code stream}. */
     public void launch(CudaStream stream) {
-        if (closed) {
-            throw new IllegalStateException("graph is closed");
-        }
+        ensureOpen();
         context.bind();
         Cuda.check(CudaNative.mcGraphLaunch(exec, stream.handle()), "cuGraphLaunch");
     }
 
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         context.bind();
         Cuda.check(CudaNative.mcGraphExecDestroy(exec), "cuGraphExecDestroy");
         Cuda.check(CudaNative.mcGraphDestroy(graph), "cuGraphDestroy");

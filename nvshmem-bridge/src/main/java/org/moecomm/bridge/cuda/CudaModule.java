@@ -10,7 +10,7 @@ import java.util.Objects;
  * A loaded module: code linked by the driver's JIT linker from PTX and other inputs (cubins,
  * fatbins, relocatable objects, static device libraries such as {@code libnvshmem_device.a}).
  */
-public final class CudaModule implements AutoCloseable {
+public final class CudaModule extends ContextResource {
     /** {@code CUjitInputType}: what a linker input is. */
     public enum InputType {
         CUBIN(0), PTX(1), FATBINARY(2), OBJECT(3), LIBRARY(4);
@@ -28,14 +28,12 @@ public final class CudaModule implements AutoCloseable {
      * error logs are kept: a failure throws a {@link CudaException} whose {@link CudaException#log()}
      * is the error log.
      */
-    public static final class Linker implements AutoCloseable {
-        private final CudaContext context;
+    public static final class Linker extends ContextResource {
         private final long handle;
         private final StringBuilder inputs = new StringBuilder();
-        private boolean closed;
 
         Linker(CudaContext context, boolean verbose, int optimizationLevel) {
-            this.context = context;
+            super(context, "linker is closed");
             context.bind();
             long[] out = new long[1];
             Cuda.check(CudaNative.mcLinkCreate(out, verbose ? 1 : 0, optimizationLevel), "cuLinkCreate");
@@ -101,32 +99,20 @@ public final class CudaModule implements AutoCloseable {
             return nonNull(CudaNative.mcLinkErrorLog(handle));
         }
 
-        private void ensureOpen() {
-            if (closed) {
-                throw new IllegalStateException("linker is closed");
-            }
-        }
-
         @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        void release() {
             context.bind();
             Cuda.check(CudaNative.mcLinkDestroy(handle), "cuLinkDestroy");
         }
     }
 
-    private final CudaContext context;
     private final long handle;
     private final String infoLog;
     private final String name;
     private final Map<String, CudaFunction> functions = new HashMap<>();
-    private boolean closed;
 
     private CudaModule(CudaContext context, long handle, String infoLog, String name) {
-        this.context = context;
+        super(context, "module " + name + " is unloaded");
         this.handle = handle;
         this.infoLog = infoLog;
         this.name = name;
@@ -175,19 +161,9 @@ public final class CudaModule implements AutoCloseable {
         return DeviceBuffer.wrap(context, ptr[0], bytes[0]);
     }
 
-    void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("module " + name + " is unloaded");
-        }
-    }
-
     /** Unloads the module; its functions become invalid. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         functions.clear();
         context.bind();
         Cuda.check(CudaNative.mcModuleUnload(handle), "cuModuleUnload");

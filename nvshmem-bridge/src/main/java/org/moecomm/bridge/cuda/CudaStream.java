@@ -1,17 +1,15 @@
 package org.moecomm.bridge.cuda;
 
 /** A CUDA stream: work on it runs in order; {@link #synchronize()} waits for it. */
-public final class CudaStream implements AutoCloseable {
+public final class CudaStream extends ContextResource {
     /** {@code CU_STREAM_NON_BLOCKING}. */
     static final int NON_BLOCKING = 1;
 
-    private final CudaContext context;
     private final long handle;
     private final boolean owned;
-    private boolean closed;
 
     private CudaStream(CudaContext context, long handle, boolean owned) {
-        this.context = context;
+        super(context, "stream is closed");
         this.handle = handle;
         this.owned = owned;
     }
@@ -64,18 +62,8 @@ public final class CudaStream implements AutoCloseable {
         Cuda.check(CudaNative.mcStreamWaitEvent(handle, event.handle()), "cuStreamWaitEvent");
     }
 
-    private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("stream is closed");
-        }
-    }
-
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         if (owned) {
             context.bind();
             Cuda.check(CudaNative.mcStreamDestroy(handle), "cuStreamDestroy");

@@ -13,15 +13,13 @@ import org.moecomm.kernels.api.Buf;
  * copies take {@link MemorySegment}s; native (off-heap) segments are copied directly, heap
  * segments through a temporary native copy.
  */
-public final class DeviceBuffer implements AutoCloseable {
-    private final CudaContext context;
+public final class DeviceBuffer extends ContextResource {
     private final long address;
     private final long bytes;
     private final boolean owned;
-    private boolean closed;
 
     private DeviceBuffer(CudaContext context, long address, long bytes, boolean owned) {
-        this.context = context;
+        super(context, "device buffer is freed");
         this.address = address;
         this.bytes = bytes;
         this.owned = owned;
@@ -200,19 +198,9 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("device buffer is freed");
-        }
-    }
-
     /** Frees the memory if this buffer owns it. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         if (owned) {
             context.bind();
             Cuda.check(CudaNative.mcMemFree(address), "cuMemFree");

@@ -3,13 +3,11 @@ package org.moecomm.bridge.cuda;
 import java.lang.foreign.MemorySegment;
 
 /** Page-locked host memory ({@code cuMemAllocHost}): host-readable, and asynchronous copies from or to it overlap with other work. */
-public final class PinnedHostBuffer implements AutoCloseable {
-    private final CudaContext context;
+public final class PinnedHostBuffer extends ContextResource {
     private final MemorySegment segment;
-    private boolean closed;
 
     private PinnedHostBuffer(CudaContext context, MemorySegment segment) {
-        this.context = context;
+        super(context, "pinned buffer is freed");
         this.segment = segment;
     }
 
@@ -25,18 +23,12 @@ public final class PinnedHostBuffer implements AutoCloseable {
 
     /** The memory; invalid after {@link #close()}. */
     public MemorySegment segment() {
-        if (closed) {
-            throw new IllegalStateException("pinned buffer is freed");
-        }
+        ensureOpen();
         return segment;
     }
 
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    void release() {
         context.bind();
         Cuda.check(CudaNative.mcMemFreeHost(segment.address()), "cuMemFreeHost");
     }

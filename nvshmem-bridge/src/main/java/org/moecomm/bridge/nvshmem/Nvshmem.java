@@ -4,6 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Objects;
 import org.bytedeco.javacpp.Loader;
+import org.moecomm.bridge.Lazy;
 
 /**
  * The NVSHMEM bridge of this process: loading the native library, initialisation (unique id or
@@ -47,7 +48,7 @@ public final class Nvshmem {
     public record Availability(boolean available, String reason, int headerVersion, int deviceCount) {
     }
 
-    private static volatile Availability availability;
+    private static final Lazy<Availability> AVAILABILITY = new Lazy<>(Nvshmem::probe);
     private static volatile boolean loaded;
 
     private Nvshmem() {
@@ -57,17 +58,7 @@ public final class Nvshmem {
 
     /** Loads the library once and reports whether the bridge can be used. Never throws. */
     public static Availability availability() {
-        Availability a = availability;
-        if (a == null) {
-            synchronized (Nvshmem.class) {
-                a = availability;
-                if (a == null) {
-                    a = probe();
-                    availability = a;
-                }
-            }
-        }
-        return a;
+        return AVAILABILITY.get();
     }
 
     public static boolean isAvailable() {

@@ -17,14 +17,28 @@ public final class CheckedRound {
      * @return the dispatch and combine reports of this rank
      */
     public static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer) {
+        return run(buffers, workload, countInBuffer, () -> { });
+    }
+
+    /**
+     * Like {@link #run(RankBuffers, Workload, boolean)}, with each operation split into its send
+     * and receive halves and {@code betweenHalves} run between them (other work overlapping the
+     * transfer).
+     */
+    public static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer,
+                                         Runnable betweenHalves) {
         MoeAllToAll h = buffers.handle();
         int rank = h.rank();
         buffers.poisonOutputs();
         DispatchInput in = buffers.upload(workload.rank(rank), countInBuffer);
-        h.dispatch(in, buffers.dispatchOutput());
+        h.dispatchSend(in);
+        betweenHalves.run();
+        h.dispatchRecv(buffers.dispatchOutput());
         ResultCheck.Report d = ResultCheck.dispatch(workload.reference(), rank, h.memory(), buffers.dispatchOutput());
         buffers.runExperts();
-        h.combine(buffers.combineInput(), buffers.out());
+        h.combineSend(buffers.expertY());
+        betweenHalves.run();
+        h.combineRecv(buffers.weights(), buffers.out());
         ResultCheck.Report c = ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
                 buffers.out());
         return d.and(c);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -22,24 +23,49 @@ class DispatchCombineGpuTest {
         GpuTestSupport.assumeGpu();
     }
 
-    @ParameterizedTest(name = "W={0} G={1} E={2} K={3} H={4} M={5} {6}->{7}")
+    /**
+     * Each case runs rounds cycling m = M, m = 0, m < M with -1 ids, and skewed routing (see
+     * {@link DispatchCombineMain#variant}); together they cover W in {2, 4, 8}, G in {1, 2}, every
+     * dtype (dispatch bf16/fp16/fp8, expert outputs bf16/fp16/fp32, out bf16/fp16), 50 rounds on
+     * one handle, the send/recv halves with a kernel between them, and the deepseek-v3 preset at
+     * M = 128 with 8 PEs on one GPU.
+     */
+    @ParameterizedTest(name = "W={0} G={1} E={2} K={3} H={4} M={5} {6}->{7}->{8} rounds={9} {10}")
     @CsvSource({
-        "2, 1, 8, 2, 256, 32, BF16, BF16",
-        "4, 1, 16, 4, 512, 24, BF16, FP32",
-        "4, 2, 8, 3, 256, 16, FP8_E4M3, BF16",
-        "4, 1, 32, 8, 7168, 8, FP8_E4M3, BF16",
+        "2, 1, 8, 2, 256, 32, BF16, BF16, BF16, 8, plain",
+        "4, 1, 16, 4, 512, 24, BF16, FP32, FP16, 8, plain",
+        "4, 2, 8, 3, 256, 16, FP8_E4M3, BF16, BF16, 8, plain",
+        "4, 1, 32, 8, 7168, 8, FP8_E4M3, BF16, BF16, 4, plain",
+        "2, 2, 8, 2, 256, 32, FP16, FP16, FP16, 8, halves",
+        "4, 2, 16, 4, 512, 16, FP16, FP32, BF16, 50, halves",
+        "8, 2, 64, 6, 2048, 32, FP8_E4M3, FP16, BF16, 4, plain",
+        "8, 1, 256, 8, 7168, 128, FP8_E4M3, BF16, BF16, 2, plain",
     })
-    void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut) {
+    void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut,
+                                 String outType, int rounds, String mode) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(world, DispatchCombineMain.class, out, Duration.ofMinutes(8))
                 .args(Integer.toString(g), Integer.toString(e), Integer.toString(k), Integer.toString(h),
-                        Integer.toString(m), in, expertOut, "4", Long.toString(1000L * world + g))
+                        Integer.toString(m), in, expertOut, Integer.toString(rounds), Long.toString(1000L * world + g),
+                        outType, mode)
                 .build().run();
         assertArrayEquals(new int[world], r.exitCodes());
         String text = out.text();
         for (int rank = 0; rank < world; rank++) {
             assertTrue(text.contains("[rank " + rank + "] CHECK dispatch-combine ok rank " + rank),
                     "rank " + rank + " did not report success");
+        }
+    }
+
+    @Test
+    void aPeerThatNeverDispatchesGivesTheOthersATimeoutNamingIt() {
+        GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
+        LocalLauncher.Result r = GpuTestSupport.launcher(4, DispatchTimeoutMain.class, out, Duration.ofMinutes(3))
+                .args("3000").build().run();
+        assertArrayEquals(new int[4], r.exitCodes());
+        for (int rank = 0; rank < 4; rank++) {
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK timeout ok rank " + rank),
+                    "rank " + rank + " did not report the expected timeout");
         }
     }
 }

@@ -1,5 +1,8 @@
 package org.moecomm.core.gpu;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeAllToAll;
@@ -9,50 +12,79 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.launch.LaunchEnv;
+import org.moecomm.bridge.cuda.GpuKernelRunner;
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.ptx.PtxCompiler;
 
 /**
  * A rank of the GPU dispatch/combine test: rounds of dispatch and combine on the GPU backend,
  * each checked against the plain-Java reference ({@link CheckedRound}), alternating the token
- * count between a Java int and a device buffer. Arguments: {@code G E K H M inType expertOutType
- * rounds seed}. Prints {@code CHECK dispatch-combine ok rank r} or the problems (exit code 1).
+ * count between a Java int and a device buffer and cycling the workload through m = M, m = 0,
+ * m < M per group with -1 ids, and skewed routing. Arguments: {@code G E K H M inType
+ * expertOutType rounds seed [outType [halves]]}; with {@code halves} every operation runs as
+ * its send and receive halves with a kernel ({@link ScratchKernels#increment}) launched between
+ * them, whose result is checked at the end. Prints {@code CHECK dispatch-combine ok rank r} or
+ * the problems (exit code 1).
  */
 public final class DispatchCombineMain {
+    private static final int SCRATCH = 1 << 20;
+
     private DispatchCombineMain() {
     }
 
     public static void main(String[] args) {
         int world = Integer.parseInt(System.getenv(LaunchEnv.WORLD_SIZE));
         int g = Integer.parseInt(args[0]);
+        int maxTokens = Integer.parseInt(args[4]);
         MoeConfig config = MoeConfig.builder()
                 .worldSize(world)
                 .groupSize(g)
                 .numExperts(Integer.parseInt(args[1]))
                 .topK(Integer.parseInt(args[2]))
                 .hidden(Integer.parseInt(args[3]))
-                .maxTokensPerRank(Integer.parseInt(args[4]))
+                .maxTokensPerRank(maxTokens)
                 .inType(DType.valueOf(args[5]))
                 .expertOutType(DType.valueOf(args[6]))
+                .outType(args.length > 9 ? DType.valueOf(args[9]) : DType.BF16)
                 .waitTimeout(Duration.ofSeconds(60))
                 .build();
         int rounds = Integer.parseInt(args[7]);
         long seed = Long.parseLong(args[8]);
+        boolean halves = args.length > 10 && args[10].equals("halves");
         int bad = 0;
         try (GpuBackend gpu = GpuBackend.start(config)) {
             int rank = gpu.rank();
             System.out.println("rank " + rank + ": " + config + "; " + GpuBackend.memoryReport(config));
-            try (MoeAllToAll h = gpu.createHandle(config)) {
+            try (MoeAllToAll h = gpu.createHandle(config);
+                 GpuKernelRunner other = new GpuKernelRunner(gpu.context(), gpu.deviceTiming(h).stream(),
+                         PtxCompiler::compileCached)) {
                 RankBuffers buffers = RankBuffers.allocate(h);
+                Buf scratch = h.memory().allocate(4L * SCRATCH);
+                Kernel increment = new Kernel(ScratchKernels.class, "increment");
+                int[] launches = {0};
+                Runnable between = halves ? () -> {
+                    other.launch(increment, Grid.of(64, 256), scratch, SCRATCH);
+                    launches[0]++;
+                } : () -> { };
                 for (int i = 0; i < rounds; i++) {
-                    Workload w = Workload.generate(config, seed + i);
+                    Workload w = Workload.generate(config, seed + i, variant(i, maxTokens, world));
                     long t0 = System.nanoTime();
-                    ResultCheck.Report report = CheckedRound.run(buffers, w, i % 2 == 1);
+                    ResultCheck.Report report = CheckedRound.run(buffers, w, i % 2 == 1, between);
                     long us = (System.nanoTime() - t0) / 1000;
                     if (!report.ok()) {
                         bad++;
                         System.out.println("rank " + rank + " round " + (i + 1) + ": " + report);
                     } else {
-                        System.out.println("rank " + rank + " round " + (i + 1) + " ok (" + us + " us with checks)");
+                        System.out.println("rank " + rank + " round " + (i + 1) + " ok (" + us + " us with checks; "
+                                + w.options() + ")");
                     }
+                }
+                if (halves && !scratchHolds(h, scratch, launches[0])) {
+                    bad++;
+                    System.out.println("rank " + rank + ": the kernel between the halves did not run "
+                            + launches[0] + " times");
                 }
             }
             if (bad > 0) {
@@ -60,7 +92,33 @@ public final class DispatchCombineMain {
                         + " rounds differ from the reference");
                 System.exit(1);
             }
-            System.out.println("CHECK dispatch-combine ok rank " + rank + " (" + rounds + " rounds)");
+            System.out.println("CHECK dispatch-combine ok rank " + rank + " (" + rounds + " rounds"
+                    + (halves ? ", halves with a kernel between" : "") + ")");
+        }
+    }
+
+    /** Round i's workload: m = M; m = 0; m < M per group with 15% -1 ids; skewed to one rank. */
+    static Workload.Options variant(int i, int maxTokens, int world) {
+        Workload.Options o = Workload.Options.defaults();
+        return switch (i % 4) {
+            case 0 -> o.tokens(maxTokens);
+            case 1 -> o.tokens(0);
+            case 2 -> o.drop(0.15);
+            default -> o.tokens(maxTokens / 2 + 1).skewedTo(i % world);
+        };
+    }
+
+    /** Whether every scratch float equals the number of increments (it started at zero). */
+    private static boolean scratchHolds(MoeAllToAll h, Buf scratch, int increments) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(4L * SCRATCH, 16);
+            h.memory().copyToHost(scratch, 0, host);
+            for (long i = 0; i < SCRATCH; i++) {
+                if (host.getAtIndex(ValueLayout.JAVA_FLOAT, i) != increments) {
+                    return false;
+                }
+            }
+            return true;
         }
     }
 }

@@ -33,7 +33,10 @@ public final class DispatchTimeoutMain {
                 if (rank == silent) {
                     Thread.sleep(boundMs + slackMs);
                     System.out.println("CHECK timeout ok rank " + rank + " (stayed silent)");
-                    return;
+                    System.out.flush();
+                    // A peer that never arrives is a dead peer: it leaves without the collective
+                    // shutdown (NVSHMEM's finalize would wait for ranks whose handles have failed).
+                    Runtime.getRuntime().halt(0);
                 }
                 long t0 = System.nanoTime();
                 WaitTimeoutException seen = null;

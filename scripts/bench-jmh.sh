@@ -9,4 +9,8 @@ java_home=$("$root/scripts/java-home.sh")
 mkdir -p "$root/benchmarks/results"
 out="$root/benchmarks/results/$(date -u +%Y-%m-%d)-$(uname -m)-$(nproc)cpu-jmh-cpu-backend.json"
 "$java_home/bin/java" --enable-native-access=ALL-UNNAMED -jar "$jar" jmh CpuBackendBenchmark -rf json -rff "$out" "$@"
+# Record the command in the results and keep machine paths out of them.
+cmd="scripts/bench-jmh.sh $*"
+sed -i -e "s|\"jvm\" : \"[^\"]*\"|\"jvm\" : \"java from scripts/java-home.sh\"|" \
+       -e "s|\"jmhVersion\" : |\"command\" : \"${cmd% }\",\n        \"jmhVersion\" : |" "$out"
 echo "results: ${out#"$root"/}"

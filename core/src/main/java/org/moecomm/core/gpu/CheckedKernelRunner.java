@@ -2,6 +2,7 @@ package org.moecomm.core.gpu;
 
 import java.util.Objects;
 import org.moecomm.bridge.cuda.GpuKernelRunner;
+import org.moecomm.bridge.nvshmem.NvshmemDeviceLibrary;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelRunner;
@@ -10,7 +11,8 @@ import org.moecomm.kernels.ptx.PtxCompiler;
 /**
  * The handle's kernel runner: the CUDA binding's {@link GpuKernelRunner} on the handle's stream,
  * reporting a failure the bridge's kernels recorded before each launch and at
- * {@link #synchronize()}.
+ * {@link #synchronize()}. Kernels calling the one-sided communication methods of
+ * {@code KernelContext} are linked with the NVSHMEM bridge's device functions.
  *
  * <p>The runner's check that every buffer argument lies in one CUDA allocation costs two driver
  * queries per buffer and launch; it is off unless {@code -Dmoecomm.gpu.checkPointers=true}.
@@ -22,7 +24,8 @@ final class CheckedKernelRunner implements KernelRunner {
     CheckedKernelRunner(GpuExecution exec) {
         this.exec = Objects.requireNonNull(exec, "exec");
         this.runner = new GpuKernelRunner(exec.context(), exec.stream(), PtxCompiler::compileCached)
-                .checkPointers(Boolean.getBoolean("moecomm.gpu.checkPointers"));
+                .checkPointers(Boolean.getBoolean("moecomm.gpu.checkPointers"))
+                .withDeviceLibrary(new NvshmemDeviceLibrary());
     }
 
     GpuKernelRunner delegate() {

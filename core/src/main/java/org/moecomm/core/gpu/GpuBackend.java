@@ -367,12 +367,14 @@ public final class GpuBackend implements AutoCloseable {
         GpuExecution exec = execution(waitTimeout);
         GpuTransport transport = null;
         GpuDeviceMemory memory = null;
+        CheckedKernelRunner runner = null;
         try {
             transport = new GpuTransport(exec, accounting);
             memory = new GpuDeviceMemory(exec);
-            return new GpuEndpoint(exec, transport, memory, failures::decrementAndGet);
+            runner = new CheckedKernelRunner(exec);
+            return new GpuEndpoint(exec, transport, memory, runner, failures::decrementAndGet);
         } catch (RuntimeException | Error e) {
-            closeQuietly(e, transport, memory, exec);
+            closeQuietly(e, transport, runner, memory, exec);
             throw e;
         }
     }

@@ -1,8 +1,12 @@
 package org.moecomm.core.gpu;
 
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelRunner;
+
 /**
- * A transport and device memory on one stream, without the dispatch/combine protocol: for tests
- * and micro-benchmarks of the NVSHMEM layer itself (ping-pong, bounded waits). Made by
+ * A transport, device memory and a kernel runner on one stream, without the dispatch/combine
+ * protocol: for tests and micro-benchmarks of the NVSHMEM layer itself (ping-pong, bounded waits,
+ * Java kernels calling the bridge's device functions). Made by
  * {@link GpuBackend#openEndpoint}; closing it is collective (symmetric buffers are freed with
  * {@code nvshmem_free}).
  */
@@ -10,14 +14,17 @@ public final class GpuEndpoint implements AutoCloseable {
     private final GpuExecution exec;
     private final GpuTransport transport;
     private final GpuDeviceMemory memory;
+    private final CheckedKernelRunner runner;
     private boolean closed;
 
     private final Runnable onRecover;
 
-    GpuEndpoint(GpuExecution exec, GpuTransport transport, GpuDeviceMemory memory, Runnable onRecover) {
+    GpuEndpoint(GpuExecution exec, GpuTransport transport, GpuDeviceMemory memory, CheckedKernelRunner runner,
+                Runnable onRecover) {
         this.exec = exec;
         this.transport = transport;
         this.memory = memory;
+        this.runner = runner;
         this.onRecover = onRecover;
     }
 
@@ -40,6 +47,32 @@ public final class GpuEndpoint implements AutoCloseable {
         return memory;
     }
 
+    /**
+     * Runs kernels on the endpoint's stream, in order with the transport's operations; kernels
+     * calling the one-sided communication methods of {@code KernelContext} are linked with the
+     * bridge's device functions. A launch or synchronisation throws a failure recorded before it.
+     */
+    public KernelRunner runner() {
+        return runner;
+    }
+
+    /**
+     * The endpoint's error context as a buffer, for the {@code errors} argument of
+     * {@code KernelContext.waitAtLeast}: a wait that runs out is raised, like the transport's own,
+     * as a {@link org.moecomm.core.WaitTimeoutException} at the next call.
+     */
+    public Buf errorContext() {
+        return exec.errorContext();
+    }
+
+    /**
+     * A tag for the {@code tag} argument of a kernel's {@code KernelContext.waitAtLeast}: the
+     * timeout exception of that wait then names the signal {@code name}.
+     */
+    public int tagFor(String name) {
+        return exec.register(name);
+    }
+
     /** The {@code CUstream} every operation of this endpoint is enqueued on. */
     public long stream() {
         return exec.streamHandle();
@@ -52,7 +85,7 @@ public final class GpuEndpoint implements AutoCloseable {
         }
         closed = true;
         CloseFailures failures = new CloseFailures();
-        for (AutoCloseable c : new AutoCloseable[] {transport, memory, exec}) {
+        for (AutoCloseable c : new AutoCloseable[] {transport, runner, memory, exec}) {
             failures.close(c);
         }
         failures.throwIfAny();

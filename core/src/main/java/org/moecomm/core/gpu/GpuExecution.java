@@ -5,10 +5,12 @@ import java.util.concurrent.TimeUnit;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaException;
 import org.moecomm.bridge.cuda.CudaStream;
+import org.moecomm.bridge.cuda.DeviceBuffer;
 import org.moecomm.bridge.nvshmem.DeviceError;
 import org.moecomm.bridge.nvshmem.ErrorBuffer;
 import org.moecomm.core.MoeCommException;
 import org.moecomm.core.WaitTimeoutException;
+import org.moecomm.kernels.api.Buf;
 
 /**
  * What one handle's GPU work shares: the CUDA context, the stream every launch, copy, put and
@@ -21,6 +23,7 @@ import org.moecomm.core.WaitTimeoutException;
  */
 final class GpuExecution implements AutoCloseable {
     private static final int NAME_SLOTS = 1 << 16;
+    private static final long ERROR_CONTEXT_BYTES = 16;
 
     private final CudaContext context;
     private final CudaStream stream;
@@ -64,6 +67,11 @@ final class GpuExecution implements AutoCloseable {
 
     int rank() {
         return rank;
+    }
+
+    /** The device error context as a kernel argument (the {@code mnv_error_ctx} of the bridge: 16 bytes). */
+    Buf errorContext() {
+        return DeviceBuffer.wrapBuf(errors.context(), ERROR_CONTEXT_BYTES);
     }
 
     long timeoutNanos() {

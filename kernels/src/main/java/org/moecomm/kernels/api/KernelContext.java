@@ -69,4 +69,40 @@ public interface KernelContext {
 
     /** Orders this thread's global memory accesses before and after it for every observer ({@code fence.sc.gpu}). */
     void globalFence();
+
+    // ---- one-sided communication between ranks ----
+    //
+    // Symmetric buffers are allocated by every rank with the same size in the same order; a
+    // kernel names the copy on another rank ("pe") by its own local Buf (or a slice of it). On
+    // the GPU these calls are the NVSHMEM bridge's device functions, linked into the kernel's
+    // module (docs/kernels-in-java.md); on the JVM the CpuKernelRunner serves them from its
+    // PeerMemory. Signals are 64-bit words; a signal Buf starts at the word.
+
+    /**
+     * Block-collective put: copies {@code bytes} from {@code src} to {@code pe}'s copy of the
+     * symmetric {@code dst}, then sets {@code pe}'s copy of the symmetric signal word {@code signal}
+     * to {@code value}; the data is visible at {@code pe} before the signal. Every thread of the
+     * block calls it with the same arguments (like {@link #localBarrier()}, which it implies).
+     */
+    void putSignalBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe);
+
+    /** One thread: atomically sets {@code pe}'s copy of the symmetric signal word {@code signal} to {@code value}. */
+    void signalSet(Buf signal, long value, int pe);
+
+    /** One thread: atomically adds {@code value} to {@code pe}'s copy of the symmetric signal word {@code signal}. */
+    void signalAdd(Buf signal, long value, int pe);
+
+    /**
+     * One thread: waits until this rank's signal word {@code signal} is {@code >= value} (acquire:
+     * what the peer wrote before the signal is visible afterwards), for at most
+     * {@code timeoutNanos}. Returns true when the value arrived.
+     *
+     * <p>On the GPU a wait that runs out records (rank, peer, tag, expected, seen) in the error
+     * context {@code errors} (the backend's, see {@code GpuEndpoint.errorContext()}) and returns
+     * false; it also returns false at once when {@code errors} already holds a failure, so a failed
+     * round does not wait its bound again. The host raises the record as an exception. On the JVM
+     * a wait that runs out fails the launch with the same facts ({@code errors} is not used there).
+     * {@code rank}, {@code peer} and {@code tag} only describe the wait.
+     */
+    boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag);
 }

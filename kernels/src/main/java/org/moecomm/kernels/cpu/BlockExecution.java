@@ -16,6 +16,7 @@ import org.moecomm.kernels.api.KernelContext;
  * parallel: threads 1..n-1 start as virtual threads of their own and thread 0 waits with them.
  * In a correct kernel (every thread reaches the same barriers) a block without barriers
  * therefore stays sequential and any other block turns parallel at thread 0's first barrier.
+ * A thread about to wait for a signal turns the block parallel too ({@link #beforeWait}).
  */
 final class BlockExecution implements Runnable {
     /** Thrown in threads released from a barrier because the launch failed; not a failure itself. */
@@ -111,7 +112,7 @@ final class BlockExecution implements Runnable {
                         + (thread - 1) + " of its block returned without reaching it: every thread of a block"
                         + " must reach the same barriers");
             }
-            goParallel();
+            goParallel(0);
         }
         int gen = generation;
         int n = arrived.incrementAndGet();
@@ -149,17 +150,32 @@ final class BlockExecution implements Runnable {
         }
     }
 
-    /** Starts threads 1..n-1; the calling thread carries on as thread 0. */
-    private void goParallel() {
+    /**
+     * Called by thread {@code thread} before it waits for something other threads do (a signal
+     * another rank or a later thread of this block sends): a sequential block turns parallel
+     * there, since the threads after this one would otherwise never run while it waits.
+     */
+    void beforeWait(int thread) {
+        if (!parallel && threads > 1) {
+            goParallel(thread);
+        }
+    }
+
+    /**
+     * Starts threads {@code from+1..n-1}; the calling thread carries on as thread {@code from};
+     * threads {@code 0..from-1} have already returned in the sequential phase.
+     */
+    private void goParallel(int from) {
         Thread[] w = new Thread[threads];
-        w[0] = Thread.currentThread();
-        for (int t = 1; t < threads; t++) {
+        w[from] = Thread.currentThread();
+        for (int t = from + 1; t < threads; t++) {
             CpuKernelContext ctx = new CpuKernelContext(this, t);
             w[t] = Thread.ofVirtual().unstarted(() -> execute(ctx));
         }
         workers = w;
+        exited.set(from);
         parallel = true;
-        int t = 1;
+        int t = from + 1;
         try {
             for (; t < threads; t++) {
                 w[t].start();

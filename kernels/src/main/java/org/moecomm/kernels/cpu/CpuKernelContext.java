@@ -2,7 +2,9 @@ package org.moecomm.kernels.cpu;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.locks.LockSupport;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
@@ -11,6 +13,8 @@ import org.moecomm.kernels.api.KernelContext;
 final class CpuKernelContext implements KernelContext {
     /** Aligned int in a memory segment; coordinates (segment, byte offset). */
     private static final VarHandle SEGMENT_INT = ValueLayout.JAVA_INT.varHandle();
+    /** Aligned long in a memory segment: the signal words. */
+    private static final VarHandle SEGMENT_LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle ARRAY_INT = MethodHandles.arrayElementVarHandle(int[].class);
 
     private final BlockExecution block;
@@ -100,5 +104,70 @@ final class CpuKernelContext implements KernelContext {
     @Override
     public void globalFence() {
         VarHandle.fullFence();
+    }
+
+    // ---- one-sided communication, served by the runner's PeerMemory ----
+
+    @Override
+    public void putSignalBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe) {
+        PeerMemory peers = peers("putSignalBlock");
+        // Block-collective, like the GPU's: everyone arrives, one thread moves the bytes and then
+        // publishes the signal (release), everyone leaves.
+        block.barrier(thread);
+        if (thread == 0) {
+            if (bytes < 0 || bytes > src.byteSize() || bytes > dst.byteSize()) {
+                throw new IllegalArgumentException("putSignalBlock of " + bytes + " bytes from " + src + " to " + dst);
+            }
+            Buf remote = peers.onPeer(dst, pe);
+            MemorySegment.copy(src.segment(), 0, remote.segment(), 0, bytes);
+            SEGMENT_LONG.setRelease(peers.onPeer(signal, pe).segment(), 0L, value);
+        }
+        block.barrier(thread);
+    }
+
+    @Override
+    public void signalSet(Buf signal, long value, int pe) {
+        SEGMENT_LONG.setRelease(peers("signalSet").onPeer(signal, pe).segment(), 0L, value);
+    }
+
+    @Override
+    public void signalAdd(Buf signal, long value, int pe) {
+        SEGMENT_LONG.getAndAddRelease(peers("signalAdd").onPeer(signal, pe).segment(), 0L, value);
+    }
+
+    @Override
+    public boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
+        MemorySegment word = signal.segment();
+        if ((long) SEGMENT_LONG.getAcquire(word, 0L) >= value) {
+            return true;
+        }
+        block.beforeWait(thread);
+        long start = System.nanoTime();
+        for (int polls = 0; ; polls++) {
+            long seen = (long) SEGMENT_LONG.getAcquire(word, 0L);
+            if (seen >= value) {
+                return true;
+            }
+            long waited = System.nanoTime() - start;
+            if (waited >= timeoutNanos) {
+                throw new IllegalStateException("rank " + rank + ": wait for peer " + peer + " (tag " + tag
+                        + ") ran out after " + waited / 1_000_000 + " ms: expected >= " + value + ", seen " + seen);
+            }
+            // Other kernel threads of this and other ranks are virtual threads too: let them run.
+            if (polls < 1000) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(20_000);
+            }
+        }
+    }
+
+    private PeerMemory peers(String call) {
+        PeerMemory p = block.launch.peers;
+        if (p == null) {
+            throw new IllegalStateException("kernel " + block.launch.kernel + " calls KernelContext." + call
+                    + ", but its CpuKernelRunner has no PeerMemory (make it with CpuKernelRunner(int, PeerMemory))");
+        }
+        return p;
     }
 }

@@ -37,6 +37,7 @@ public final class CpuKernelRunner implements KernelRunner {
     private static final MethodType BOUND_TYPE = MethodType.methodType(void.class, KernelContext.class);
 
     private final int maxConcurrentBlocks;
+    private final PeerMemory peers;
     private final ConcurrentHashMap<Kernel, Resolved> resolved = new ConcurrentHashMap<>();
 
     private record Resolved(Class<?>[] parameters, MethodHandle handle) {
@@ -48,10 +49,24 @@ public final class CpuKernelRunner implements KernelRunner {
     }
 
     public CpuKernelRunner(int maxConcurrentBlocks) {
+        this(maxConcurrentBlocks, null);
+    }
+
+    /**
+     * A runner whose kernels may call the one-sided communication methods of
+     * {@link KernelContext}, served by {@code peers} ({@code null}: such calls fail the launch).
+     */
+    public CpuKernelRunner(int maxConcurrentBlocks, PeerMemory peers) {
         if (maxConcurrentBlocks < 1) {
             throw new IllegalArgumentException("maxConcurrentBlocks must be positive, got " + maxConcurrentBlocks);
         }
         this.maxConcurrentBlocks = maxConcurrentBlocks;
+        this.peers = peers;
+    }
+
+    /** What serves the kernels' one-sided communication, or {@code null}. */
+    public PeerMemory peerMemory() {
+        return peers;
     }
 
     /** Most blocks that run at the same time. */
@@ -78,7 +93,7 @@ public final class CpuKernelRunner implements KernelRunner {
         Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
         checkArguments(kernel, r.parameters(), arguments);
         MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
-        new KernelLaunch(kernel, grid, body, maxConcurrentBlocks).run();
+        new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
     }
 
     private static Resolved resolve(Kernel kernel) {

@@ -15,6 +15,8 @@ final class KernelLaunch {
     final Grid grid;
     /** The kernel with its arguments bound: {@code (KernelContext)void}. */
     final MethodHandle body;
+    /** Serves one-sided communication; {@code null} when the runner has none. */
+    final PeerMemory peers;
 
     private final int permits;
     private final Semaphore slots;
@@ -25,10 +27,11 @@ final class KernelLaunch {
     private record Failure(String where, Throwable cause) {
     }
 
-    KernelLaunch(Kernel kernel, Grid grid, MethodHandle body, int maxConcurrentBlocks) {
+    KernelLaunch(Kernel kernel, Grid grid, MethodHandle body, int maxConcurrentBlocks, PeerMemory peers) {
         this.kernel = kernel;
         this.grid = grid;
         this.body = body;
+        this.peers = peers;
         this.permits = (int) Math.min(maxConcurrentBlocks, (long) grid.blocksX() * grid.blocksY());
         this.slots = new Semaphore(permits);
     }

@@ -1,6 +1,7 @@
 package org.moecomm.kernels.ptx;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -183,6 +184,22 @@ final class Intrinsics {
                 + sharedAddress(c.f(), c.arg(1), c.arg(2), 4) + "], " + c.arg(3)));
         def(CTX, "atomicCas", "(" + B + "JII)I", c -> c.f().op("atom.global.cas.b32 " + c.result() + ", ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 2) + "], " + c.arg(3) + ", " + c.arg(4)));
+
+        // ---- KernelContext: one-sided communication (the bridge's device functions) ----
+        def(CTX, "putSignalBlock", "(" + B + B + "J" + B + "JI)V", c -> DeviceFunctions.call(c.f(),
+                DeviceFunctions.PUT_SIGNAL_BLOCK, List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5), c.arg(6)),
+                true, true, false, true));
+        def(CTX, "signalSet", "(" + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.SIGNAL_OP,
+                List.of(c.arg(1), c.arg(2), String.valueOf(DeviceFunctions.SIGNAL_SET), c.arg(3)), true));
+        def(CTX, "signalAdd", "(" + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.SIGNAL_OP,
+                List.of(c.arg(1), c.arg(2), String.valueOf(DeviceFunctions.SIGNAL_ADD), c.arg(3)), true));
+        def(CTX, "waitAtLeast", "(" + B + "JJ" + B + "III)Z", c -> {
+            String timedOut = DeviceFunctions.call(c.f(), DeviceFunctions.WAIT_GE, List.of(c.arg(1), c.arg(2),
+                    c.arg(3), c.arg(4), c.arg(5), c.arg(6), c.arg(7)), true, false, false, true);
+            String p = c.f().pred();
+            c.f().op("setp.eq.s32 " + p + ", " + timedOut + ", 0");
+            c.f().op("selp.b32 " + c.result() + ", 1, 0, " + p);
+        });
 
         // ---- Buf accessors: element index in units of the type's width ----
         load("getByte", "(J)B", "s8", 0);

@@ -155,7 +155,7 @@ public final class PtxCompiler {
                     kernel.owner().getName(), kernel.name(), code.firstLine, "too much shared memory");
         }
         String ptx = f.render();
-        PtxKernel result = new PtxKernel(kernel, entry, ptx);
+        PtxKernel result = new PtxKernel(kernel, entry, ptx, f.externNames());
         dump(result);
         if (LOG.isDebugEnabled()) {
             LOG.debug("compiled kernel {} to PTX entry {} for {} in {} ms ({} lines, {} bytes of shared memory)",

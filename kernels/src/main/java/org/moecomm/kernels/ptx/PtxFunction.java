@@ -24,6 +24,8 @@ final class PtxFunction {
     private final List<String> body = new ArrayList<>();
     private final List<SharedArray> shared = new ArrayList<>();
     private final Map<String, Integer> files = new LinkedHashMap<>();
+    /** Device functions the body calls, by name: their {@code .extern .func} declarations. */
+    private final Map<String, String> externs = new LinkedHashMap<>();
     private int temps;
     private int frames;
     private int lastFile = -1;
@@ -95,6 +97,21 @@ final class PtxFunction {
         body.add("\t" + instruction + ";");
     }
 
+    /** Emits a line as it is (scope braces). */
+    void raw(String line) {
+        body.add(line);
+    }
+
+    /** Declares (once) an external device function the body calls. */
+    void declareExtern(String name, String declaration) {
+        externs.putIfAbsent(name, declaration);
+    }
+
+    /** Names of the external device functions the module calls, in order of first use. */
+    List<String> externNames() {
+        return List.copyOf(externs.keySet());
+    }
+
     void label(String label) {
         body.add(label + ":");
     }
@@ -143,6 +160,12 @@ final class PtxFunction {
                     .append('[').append(Math.max(1, a.length)).append("];\t// ").append(a.origin).append('\n');
         }
         if (!shared.isEmpty()) {
+            sb.append('\n');
+        }
+        for (String decl : externs.values()) {
+            sb.append(decl).append('\n');
+        }
+        if (!externs.isEmpty()) {
             sb.append('\n');
         }
         sb.append(".visible .entry ").append(entryName).append("(");

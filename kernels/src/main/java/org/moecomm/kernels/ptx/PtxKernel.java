@@ -1,5 +1,6 @@
 package org.moecomm.kernels.ptx;
 
+import java.util.List;
 import java.util.Objects;
 import org.moecomm.kernels.api.Kernel;
 
@@ -17,12 +18,21 @@ import org.moecomm.kernels.api.Kernel;
  * @param entryName the PTX name of the entry function (a valid PTX identifier derived from the
  *                  kernel's class and method names)
  * @param ptx       the PTX module text
+ * @param deviceFunctions external device functions the module calls (declared {@code .extern .func});
+ *                  loading it needs a linker input that defines them: for the {@code mnvd_} functions
+ *                  of the one-sided communication methods, the NVSHMEM bridge's device library
  */
-public record PtxKernel(Kernel kernel, String entryName, String ptx) {
+public record PtxKernel(Kernel kernel, String entryName, String ptx, List<String> deviceFunctions) {
     public PtxKernel {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(entryName, "entryName");
         Objects.requireNonNull(ptx, "ptx");
+        deviceFunctions = List.copyOf(deviceFunctions);
+    }
+
+    /** A self-contained module (no external device functions). */
+    public PtxKernel(Kernel kernel, String entryName, String ptx) {
+        this(kernel, entryName, ptx, List.of());
     }
 
     @Override

@@ -60,15 +60,23 @@ final class Ptxas {
         }
     }
 
-    /** Assembles {@code ptx} for {@code sm} in a scratch directory under {@code tempDir}. */
+    /**
+     * Assembles {@code ptx} for {@code sm} in a scratch directory under {@code tempDir}; as
+     * relocatable code when it calls external device functions.
+     */
     static Result assemble(String ptx, String sm, Path tempDir, String name) throws IOException, InterruptedException {
         assumeAvailable();
         Path dir = Files.createTempDirectory(tempDir, "ptxas-");
         Path in = dir.resolve(name + ".ptx");
         Path out = dir.resolve(name + ".cubin");
         Files.writeString(in, ptx, StandardCharsets.UTF_8);
-        Process p = new ProcessBuilder(List.of(PTXAS.get().toString(), "-arch=" + sm, "-o", out.toString(), in.toString()))
-                .redirectErrorStream(true).start();
+        List<String> command = new java.util.ArrayList<>(List.of(PTXAS.get().toString(), "-arch=" + sm, "-o",
+                out.toString()));
+        if (ptx.contains(".extern .func")) {
+            command.add("-c"); // relocatable: external device functions are resolved at link time
+        }
+        command.add(in.toString());
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
             p.destroyForcibly();

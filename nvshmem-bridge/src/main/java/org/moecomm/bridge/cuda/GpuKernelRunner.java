@@ -32,7 +32,8 @@ import org.moecomm.kernels.ptx.PtxKernel;
  * Not thread-safe: use one runner per thread.
  */
 public final class GpuKernelRunner implements KernelRunner {
-    private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters) {
+    private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
+                          List<DeviceLibrary> libraries) {
     }
 
     private final java.util.Map<Kernel, int[]> specializedPositions = new java.util.concurrent.ConcurrentHashMap<>();
@@ -43,6 +44,7 @@ public final class GpuKernelRunner implements KernelRunner {
     private final Function<Kernel, PtxKernel> compiler;
     private final Map<Kernel, Loaded> loaded = new HashMap<>();
     private final Map<Long, DeviceBuffer> allocations = new LinkedHashMap<>();
+    private final List<DeviceLibrary> libraries = new ArrayList<>();
     private boolean checkPointers = true;
     private boolean closed;
 
@@ -97,6 +99,17 @@ public final class GpuKernelRunner implements KernelRunner {
     /** Whether {@code Buf} arguments are checked to be CUDA memory before each launch (default true). */
     public GpuKernelRunner checkPointers(boolean check) {
         this.checkPointers = check;
+        return this;
+    }
+
+    /**
+     * Links {@code library} into the module of every kernel that calls one of its device functions
+     * (for example the NVSHMEM bridge's, for kernels using the one-sided communication methods of
+     * {@link org.moecomm.kernels.api.KernelContext}).
+     */
+    public GpuKernelRunner withDeviceLibrary(DeviceLibrary library) {
+        ensureOpen();
+        libraries.add(Objects.requireNonNull(library, "library"));
         return this;
     }
 
@@ -156,15 +169,47 @@ public final class GpuKernelRunner implements KernelRunner {
         Class<?>[] parameters = new Class<?>[p.length - 1];
         System.arraycopy(p, 1, parameters, 0, parameters.length);
         PtxKernel ptx = compiler.apply(kernel);
-        CudaModule module = context.loadPtx(ptx.entryName() + ".ptx", ptx.ptx());
+        List<DeviceLibrary> needed = librariesFor(ptx);
+        CudaModule module;
+        try (CudaModule.Linker linker = context.linker()) {
+            linker.addPtx(ptx.entryName() + ".ptx", ptx.ptx());
+            for (DeviceLibrary lib : needed) {
+                lib.addTo(linker);
+            }
+            module = linker.link();
+        }
+        List<DeviceLibrary> registered = new ArrayList<>();
         try {
-            l = new Loaded(ptx, module, module.function(ptx.entryName()), parameters);
+            for (DeviceLibrary lib : needed) {
+                lib.loaded(module);
+                registered.add(lib);
+            }
+            l = new Loaded(ptx, module, module.function(ptx.entryName()), parameters, List.copyOf(needed));
         } catch (RuntimeException e) {
+            for (DeviceLibrary lib : registered) {
+                run(new ArrayList<>(), () -> lib.unloading(module));
+            }
             module.close();
             throw e;
         }
         loaded.put(kernel, l);
         return l;
+    }
+
+    /** The libraries defining the device functions {@code ptx} calls; fails naming one nothing defines. */
+    private List<DeviceLibrary> librariesFor(PtxKernel ptx) {
+        List<DeviceLibrary> needed = new ArrayList<>();
+        for (String fn : ptx.deviceFunctions()) {
+            DeviceLibrary lib = libraries.stream().filter(d -> d.defines(fn)).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("kernel " + ptx.kernel() + " calls device function "
+                            + fn + ", which no device library of this runner defines (libraries: "
+                            + libraries.stream().map(DeviceLibrary::name).toList()
+                            + "); add one with withDeviceLibrary, e.g. the NVSHMEM bridge's NvshmemDeviceLibrary"));
+            if (!needed.contains(lib)) {
+                needed.add(lib);
+            }
+        }
+        return needed;
     }
 
     private long[] parameters(Kernel kernel, Class<?>[] types, Object[] args) {
@@ -289,6 +334,9 @@ public final class GpuKernelRunner implements KernelRunner {
         }
         allocations.clear();
         for (Loaded l : loaded.values()) {
+            for (DeviceLibrary lib : l.libraries()) {
+                run(errors, () -> lib.unloading(l.module()));
+            }
             run(errors, l.module()::close);
         }
         loaded.clear();

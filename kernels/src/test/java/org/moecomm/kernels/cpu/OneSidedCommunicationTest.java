@@ -1,0 +1,172 @@
+package org.moecomm.kernels.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.IntConsumer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.testkernels.CommKernels;
+
+/**
+ * The one-sided communication methods of {@code KernelContext} on the JVM: several ranks, each a
+ * {@link CpuKernelRunner} with its view of one {@link TestPeerMemory}, run the same kernel at once.
+ */
+class OneSidedCommunicationTest {
+    private static final Duration NO_HANG = Duration.ofSeconds(60);
+    private static final long ROW = 64;
+    private static final int MAX_ROWS = 8;
+    private static final long REGION = ROW * MAX_ROWS;
+    private static final long SECOND = 1_000_000_000L;
+    private static final Kernel EXCHANGE = new Kernel(CommKernels.class, "exchange");
+    private static final Kernel COUNT = new Kernel(CommKernels.class, "count");
+
+    private final Arena arena = Arena.ofShared();
+
+    @AfterEach
+    void close() {
+        arena.close();
+    }
+
+    /** Runs {@code rank} for every rank at once, each on its own thread; rethrows the first failure. */
+    private static void allRanks(int world, IntConsumer rank) {
+        List<CompletableFuture<Void>> ranks = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            int me = r;
+            ranks.add(CompletableFuture.runAsync(() -> rank.accept(me), command -> Thread.ofPlatform().start(command)));
+        }
+        for (CompletableFuture<Void> f : ranks) {
+            try {
+                f.get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void exchangeMovesCountsReadOnTheDeviceAndSignalsAfterTheData(int world) {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            TestPeerMemory heap = new TestPeerMemory(world, arena);
+            Buf[] recv = heap.allocate(world * REGION);
+            Buf[] signals = heap.allocate(8L * world);
+            Random random = new Random(11 + world);
+            int rounds = 3;
+            for (int round = 1; round <= rounds; round++) {
+                long base = (long) round << 32;
+                int[][] rows = new int[world][world];
+                Buf[] send = new Buf[world];
+                Buf[] rowsBuf = new Buf[world];
+                Buf[] arrived = new Buf[world];
+                for (int r = 0; r < world; r++) {
+                    send[r] = Buf.allocate(arena, world * REGION);
+                    rowsBuf[r] = Buf.allocate(arena, 4L * world);
+                    arrived[r] = Buf.allocate(arena, 4L * world);
+                    for (int d = 0; d < world; d++) {
+                        rows[r][d] = random.nextInt(MAX_ROWS + 1);
+                        rowsBuf[r].setInt(d, rows[r][d]);
+                        arrived[r].setInt(d, -1);
+                    }
+                    for (long i = 0; i < world * REGION; i++) {
+                        send[r].setByte(i, (byte) random.nextInt());
+                    }
+                    // poison: bytes a put did not write stay 0x5A
+                    recv[r].segment().fill((byte) 0x5A);
+                }
+                allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(EXCHANGE, Grid.of(world, 32),
+                        recv[r], send[r], rowsBuf[r], signals[r], arrived[r], arrived[r], ROW, REGION, base, 10 * SECOND, r));
+                for (int r = 0; r < world; r++) {
+                    for (int s = 0; s < world; s++) {
+                        assertEquals(1, arrived[r].getInt(s), "rank " + r + " saw no signal from " + s);
+                        assertEquals(base + rows[s][r], signals[r].getLong(s), "signal word " + s + " of rank " + r);
+                        long sent = rows[s][r] * ROW;
+                        for (long i = 0; i < REGION; i++) {
+                            byte expected = i < sent ? send[s].getByte(r * REGION + i) : (byte) 0x5A;
+                            assertEquals(expected, recv[r].getByte(s * REGION + i), "rank " + r + " region " + s
+                                    + " byte " + i + " (round " + round + ")");
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void signalAddAndSetReachEveryRank(int world) {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            TestPeerMemory heap = new TestPeerMemory(world, arena);
+            Buf[] counter = heap.allocate(8);
+            Buf[] arrived = new Buf[world];
+            for (int r = 0; r < world; r++) {
+                arrived[r] = Buf.allocate(arena, 4);
+            }
+            // every rank adds 3 to every counter: each ends at 3 * world
+            allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
+                    arrived[r], arrived[r], 3L, 3L * world, 0, 10 * SECOND, r, world));
+            for (int r = 0; r < world; r++) {
+                assertEquals(3L * world, counter[r].getLong(0), "counter of rank " + r);
+                assertEquals(1, arrived[r].getInt(0));
+            }
+            // every rank sets every counter to 1000: the value, not a sum
+            allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
+                    arrived[r], arrived[r], 0L, 1000L, 1, 10 * SECOND, r, world));
+            for (int r = 0; r < world; r++) {
+                assertEquals(1000L, counter[r].getLong(0), "counter of rank " + r);
+            }
+        });
+    }
+
+    @Test
+    void aWaitThatRunsOutFailsTheLaunchNamingPeerTagAndValues() {
+        TestPeerMemory heap = new TestPeerMemory(2, arena);
+        Buf[] counter = heap.allocate(8);
+        Buf arrived = Buf.allocate(arena, 4);
+        // rank 0 alone adds 1 to both counters and waits for 5 on its own: nobody else adds
+        KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, arrived, 1L, 5L, 0,
+                SECOND / 5, 0, 2));
+        IllegalStateException cause = assertInstanceOf(IllegalStateException.class, e.getCause());
+        assertTrue(cause.getMessage().contains("rank 0: wait for peer -1 (tag " + CommKernels.TAG + ")"), cause.getMessage());
+        assertTrue(cause.getMessage().contains("expected >= 5, seen 1"), cause.getMessage());
+    }
+
+    @Test
+    void withoutPeerMemoryTheCallFailsTheLaunchWithTheReason() {
+        Buf b = Buf.allocate(arena, 64);
+        KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1).launch(
+                COUNT, Grid.of(1, 32), b, b, b, 1L, 1L, 0, SECOND, 0, 1));
+        assertTrue(e.getCause().getMessage().contains("calls KernelContext.signalAdd, but its CpuKernelRunner has no "
+                + "PeerMemory"), e.getCause().getMessage());
+    }
+
+    @Test
+    void aBufferOutsideTheSymmetricHeapIsRefused() {
+        TestPeerMemory heap = new TestPeerMemory(2, arena);
+        heap.allocate(8);
+        Buf local = Buf.allocate(arena, 8);
+        Buf arrived = Buf.allocate(arena, 4);
+        KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), local, arrived, arrived, 1L, 1L, 0, SECOND, 0, 2));
+        assertTrue(e.getCause().getMessage().contains("is not symmetric memory of rank 0"), e.getCause().getMessage());
+    }
+}

@@ -1,0 +1,61 @@
+package org.moecomm.kernels.cpu;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * Symmetric memory of {@code world} ranks in one JVM, for tests: {@link #allocate} gives every
+ * rank a buffer of the same size; {@link #rank(int)} is one rank's view.
+ */
+final class TestPeerMemory {
+    private final int world;
+    private final Arena arena;
+    /** buffers.get(i)[r]: rank r's copy of symmetric buffer i. */
+    private final List<Buf[]> buffers = new ArrayList<>();
+
+    TestPeerMemory(int world, Arena arena) {
+        this.world = world;
+        this.arena = arena;
+    }
+
+    /** Collective allocation: one zeroed buffer of {@code bytes} per rank; returns them by rank. */
+    Buf[] allocate(long bytes) {
+        Buf[] copies = new Buf[world];
+        for (int r = 0; r < world; r++) {
+            copies[r] = Buf.allocate(arena, bytes);
+        }
+        buffers.add(copies);
+        return copies;
+    }
+
+    PeerMemory rank(int rank) {
+        return new PeerMemory() {
+            @Override
+            public int rank() {
+                return rank;
+            }
+
+            @Override
+            public int worldSize() {
+                return world;
+            }
+
+            @Override
+            public Buf onPeer(Buf local, int pe) {
+                if (pe < 0 || pe >= world) {
+                    throw new IllegalArgumentException("pe " + pe + " is outside [0, " + world + ")");
+                }
+                for (Buf[] copies : buffers) {
+                    Buf mine = copies[rank];
+                    long offset = local.address() - mine.address();
+                    if (offset >= 0 && offset + local.byteSize() <= mine.byteSize()) {
+                        return copies[pe].slice(offset, local.byteSize());
+                    }
+                }
+                throw new IllegalArgumentException(local + " is not symmetric memory of rank " + rank);
+            }
+        };
+    }
+}

@@ -1,0 +1,68 @@
+package org.moecomm.kernels.ptx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.moe.MoeKernels;
+import org.moecomm.kernels.testkernels.CommKernels;
+
+/** Kernels calling the one-sided communication methods compile to calls of the bridge's device functions. */
+class DeviceFunctionCallsTest {
+    /** The bridge's device functions, seen from the kernels module. */
+    private static final Path DEVFNS = Path.of("..", "nvshmem-bridge", "src", "main", "cpp", "nvshmem",
+            "moe_nvshmem_devfns.cu");
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    void callsAreDeclaredExternAndListedAndPtxasAcceptsTheRelocatableModule() throws Exception {
+        PtxKernel exchange = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(CommKernels.class, "exchange"));
+        assertEquals(List.of("mnvd_put_signal_block", "mnvd_wait_ge"), exchange.deviceFunctions());
+        assertTrue(exchange.ptx().contains(DeviceFunctions.PUT_SIGNAL_BLOCK.declaration()), exchange.ptx());
+        assertTrue(exchange.ptx().contains("call (callr), mnvd_wait_ge, ("), exchange.ptx());
+        PtxKernel count = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(CommKernels.class, "count"));
+        assertEquals(List.of("mnvd_signal_op", "mnvd_wait_ge"), count.deviceFunctions());
+        for (PtxKernel k : List.of(exchange, count)) {
+            Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+            assertTrue(r.ok(), k.entryName() + ": " + r.output());
+        }
+    }
+
+    @Test
+    void kernelsWithoutCommunicationCallNoDeviceFunction() {
+        PtxKernel pack = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(MoeKernels.class, "pack"));
+        assertEquals(List.of(), pack.deviceFunctions());
+        assertTrue(!pack.ptx().contains(".extern .func"));
+    }
+
+    /** The compiler's declarations and the bridge's C definitions agree on every parameter's width. */
+    @Test
+    void declarationsMatchTheBridgeSource() throws IOException {
+        String source = Files.readString(DEVFNS);
+        for (DeviceFunctions.Function fn : List.of(DeviceFunctions.PUT_SIGNAL_BLOCK, DeviceFunctions.SIGNAL_OP,
+                DeviceFunctions.WAIT_GE)) {
+            Matcher m = Pattern.compile("__device__ __noinline__ (\\w+\\*?) " + fn.name() + "\\(([^)]*)\\)").matcher(source);
+            assertTrue(m.find(), fn.name() + " is not defined in " + DEVFNS);
+            String ret = m.group(1);
+            assertEquals(fn.returnType() == null ? "void" : "int", ret, fn.name() + " result");
+            List<String> widths = new ArrayList<>();
+            for (String param : m.group(2).replaceAll("\\s+", " ").split(",")) {
+                String p = param.trim();
+                widths.add(p.contains("*") || p.startsWith("unsigned long long") ? "b64"
+                        : p.startsWith("int ") ? "b32" : "unknown: " + p);
+            }
+            assertEquals(fn.paramTypes(), widths, fn.name() + " parameters");
+        }
+    }
+}

@@ -1,0 +1,56 @@
+package org.moecomm.kernels.testkernels;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelContext;
+
+/**
+ * Test kernels for the one-sided communication methods of {@link KernelContext}: run by several
+ * ranks at once, on the JVM with a shared {@link org.moecomm.kernels.cpu.PeerMemory} or on GPUs
+ * with NVSHMEM.
+ */
+public final class CommKernels {
+    /** Tag the waits of these kernels report. */
+    public static final int TAG = 7;
+
+    private CommKernels() {
+    }
+
+    /**
+     * Grid of {@code world} blocks: block {@code d} puts {@code rows[d]} rows of {@code rowBytes}
+     * (read on the device) from region {@code d} of {@code send} to region {@code rank} of
+     * {@code d}'s symmetric {@code recv} and sets {@code d}'s signal word {@code rank} to
+     * {@code base + rows[d]}; then its thread 0 waits for this rank's signal word {@code d} to reach
+     * {@code base} and writes 1 (arrived) or 0 to {@code arrived[d]}.
+     */
+    public static void exchange(KernelContext ctx, Buf recv, Buf send, Buf rows, Buf signals, Buf arrived,
+                                Buf errors, long rowBytes, long regionBytes, long base, long timeoutNanos, int rank) {
+        int d = ctx.groupIdx();
+        long bytes = rows.getInt(d) * rowBytes;
+        ctx.putSignalBlock(recv.slice(rank * regionBytes, regionBytes), send.slice(d * regionBytes, regionBytes), bytes,
+                signals.slice(8L * rank, 8), base + rows.getInt(d), d);
+        if (ctx.localIdx() == 0) {
+            boolean ok = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, TAG);
+            arrived.setInt(d, ok ? 1 : 0);
+        }
+    }
+
+    /**
+     * One block: thread {@code p < world} adds {@code delta} to rank {@code p}'s counter, or sets
+     * it to {@code target} when {@code set} is 1; then thread 0 waits for this rank's counter to
+     * reach {@code target} and writes 1 or 0 to {@code arrived[0]}.
+     */
+    public static void count(KernelContext ctx, Buf counter, Buf arrived, Buf errors, long delta, long target, int set,
+                             long timeoutNanos, int rank, int world) {
+        int p = ctx.localIdx();
+        if (p < world) {
+            if (set == 1) {
+                ctx.signalSet(counter, target, p);
+            } else {
+                ctx.signalAdd(counter, delta, p);
+            }
+        }
+        if (p == 0) {
+            arrived.setInt(0, ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, TAG) ? 1 : 0);
+        }
+    }
+}

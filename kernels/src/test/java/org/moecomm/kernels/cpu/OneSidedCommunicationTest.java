@@ -33,6 +33,7 @@ class OneSidedCommunicationTest {
     private static final int MAX_ROWS = 8;
     private static final long REGION = ROW * MAX_ROWS;
     private static final long SECOND = 1_000_000_000L;
+    private static final int TAG = 7;
     private static final Kernel EXCHANGE = new Kernel(CommKernels.class, "exchange");
     private static final Kernel COUNT = new Kernel(CommKernels.class, "count");
 
@@ -93,7 +94,8 @@ class OneSidedCommunicationTest {
                     recv[r].segment().fill((byte) 0x5A);
                 }
                 allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(EXCHANGE, Grid.of(world, 32),
-                        recv[r], send[r], rowsBuf[r], signals[r], arrived[r], arrived[r], ROW, REGION, base, 10 * SECOND, r));
+                        recv[r], send[r], rowsBuf[r], signals[r], arrived[r], arrived[r], ROW, REGION, base, 10 * SECOND, r,
+                        TAG));
                 for (int r = 0; r < world; r++) {
                     for (int s = 0; s < world; s++) {
                         assertEquals(1, arrived[r].getInt(s), "rank " + r + " saw no signal from " + s);
@@ -122,14 +124,14 @@ class OneSidedCommunicationTest {
             }
             // every rank adds 3 to every counter: each ends at 3 * world
             allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
-                    arrived[r], arrived[r], 3L, 3L * world, 0, 10 * SECOND, r, world));
+                    arrived[r], arrived[r], 3L, 3L * world, 0, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(3L * world, counter[r].getLong(0), "counter of rank " + r);
                 assertEquals(1, arrived[r].getInt(0));
             }
             // every rank sets every counter to 1000: the value, not a sum
             allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
-                    arrived[r], arrived[r], 0L, 1000L, 1, 10 * SECOND, r, world));
+                    arrived[r], arrived[r], 0L, 1000L, 1, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(1000L, counter[r].getLong(0), "counter of rank " + r);
             }
@@ -144,9 +146,9 @@ class OneSidedCommunicationTest {
         // rank 0 alone adds 1 to both counters and waits for 5 on its own: nobody else adds
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
                 heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, arrived, 1L, 5L, 0,
-                SECOND / 5, 0, 2));
+                SECOND / 5, 0, 2, TAG));
         IllegalStateException cause = assertInstanceOf(IllegalStateException.class, e.getCause());
-        assertTrue(cause.getMessage().contains("rank 0: wait for peer -1 (tag " + CommKernels.TAG + ")"), cause.getMessage());
+        assertTrue(cause.getMessage().contains("rank 0: wait for peer -1 (tag " + TAG + ")"), cause.getMessage());
         assertTrue(cause.getMessage().contains("expected >= 5, seen 1"), cause.getMessage());
     }
 
@@ -154,7 +156,7 @@ class OneSidedCommunicationTest {
     void withoutPeerMemoryTheCallFailsTheLaunchWithTheReason() {
         Buf b = Buf.allocate(arena, 64);
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1).launch(
-                COUNT, Grid.of(1, 32), b, b, b, 1L, 1L, 0, SECOND, 0, 1));
+                COUNT, Grid.of(1, 32), b, b, b, 1L, 1L, 0, SECOND, 0, 1, TAG));
         assertTrue(e.getCause().getMessage().contains("calls KernelContext.signalAdd, but its CpuKernelRunner has no "
                 + "PeerMemory"), e.getCause().getMessage());
     }
@@ -166,7 +168,7 @@ class OneSidedCommunicationTest {
         Buf local = Buf.allocate(arena, 8);
         Buf arrived = Buf.allocate(arena, 4);
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
-                heap.rank(0)).launch(COUNT, Grid.of(1, 32), local, arrived, arrived, 1L, 1L, 0, SECOND, 0, 2));
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), local, arrived, arrived, 1L, 1L, 0, SECOND, 0, 2, TAG));
         assertTrue(e.getCause().getMessage().contains("is not symmetric memory of rank 0"), e.getCause().getMessage());
     }
 }

@@ -9,9 +9,6 @@ import org.moecomm.kernels.api.KernelContext;
  * with NVSHMEM.
  */
 public final class CommKernels {
-    /** Tag the waits of these kernels report. */
-    public static final int TAG = 7;
-
     private CommKernels() {
     }
 
@@ -20,16 +17,18 @@ public final class CommKernels {
      * (read on the device) from region {@code d} of {@code send} to region {@code rank} of
      * {@code d}'s symmetric {@code recv} and sets {@code d}'s signal word {@code rank} to
      * {@code base + rows[d]}; then its thread 0 waits for this rank's signal word {@code d} to reach
-     * {@code base} and writes 1 (arrived) or 0 to {@code arrived[d]}.
+     * {@code base} and writes 1 (arrived) or 0 to {@code arrived[d]}; a wait that runs out
+     * reports {@code tag}.
      */
     public static void exchange(KernelContext ctx, Buf recv, Buf send, Buf rows, Buf signals, Buf arrived,
-                                Buf errors, long rowBytes, long regionBytes, long base, long timeoutNanos, int rank) {
+                                Buf errors, long rowBytes, long regionBytes, long base, long timeoutNanos, int rank,
+                                int tag) {
         int d = ctx.groupIdx();
         long bytes = rows.getInt(d) * rowBytes;
         ctx.putSignalBlock(recv.slice(rank * regionBytes, regionBytes), send.slice(d * regionBytes, regionBytes), bytes,
                 signals.slice(8L * rank, 8), base + rows.getInt(d), d);
         if (ctx.localIdx() == 0) {
-            boolean ok = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, TAG);
+            boolean ok = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, tag);
             arrived.setInt(d, ok ? 1 : 0);
         }
     }
@@ -37,10 +36,11 @@ public final class CommKernels {
     /**
      * One block: thread {@code p < world} adds {@code delta} to rank {@code p}'s counter, or sets
      * it to {@code target} when {@code set} is 1; then thread 0 waits for this rank's counter to
-     * reach {@code target} and writes 1 or 0 to {@code arrived[0]}.
+     * reach {@code target} and writes 1 or 0 to {@code arrived[0]} (a wait that runs out reports
+     * {@code tag}).
      */
     public static void count(KernelContext ctx, Buf counter, Buf arrived, Buf errors, long delta, long target, int set,
-                             long timeoutNanos, int rank, int world) {
+                             long timeoutNanos, int rank, int world, int tag) {
         int p = ctx.localIdx();
         if (p < world) {
             if (set == 1) {
@@ -50,7 +50,7 @@ public final class CommKernels {
             }
         }
         if (p == 0) {
-            arrived.setInt(0, ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, TAG) ? 1 : 0);
+            arrived.setInt(0, ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, tag) ? 1 : 0);
         }
     }
 }

@@ -1,5 +1,6 @@
 package org.moecomm.core.backend;
 
+import java.util.List;
 import org.moecomm.kernels.api.Buf;
 
 /**
@@ -39,6 +40,62 @@ public interface Transport extends AutoCloseable {
      * (a GPU transport may report it at the next call instead).
      */
     void waitAtLeast(SymmetricBuffer signals, int index, long value, int peer, String signalName);
+
+    // ---- batches: the puts, waits or signals of one protocol step, issued together ----
+    //
+    // A batch is described once (per handle) and issued every round. The defaults issue its
+    // operations one by one; a GPU transport issues each batch as one kernel launch.
+
+    /** One put of a {@link PutBatch}: the per-put arguments of {@link #putWithSignal}. */
+    record Put(long srcOffset, long dstOffset, long countIndex, int signalIndex, int peer) {
+    }
+
+    /** Puts that share their buffers: the shared arguments of {@link #putWithSignal} and the per-put ones. */
+    record PutBatch(Buf src, SymmetricBuffer dst, Buf countBuf, long bytesPerCount, SymmetricBuffer signals,
+                    List<Put> puts) {
+        public PutBatch {
+            puts = List.copyOf(puts);
+        }
+    }
+
+    /** One wait of a {@link WaitBatch}: the signal word, the peer expected to raise it, its name. */
+    record Wait(int index, int peer, String signalName) {
+    }
+
+    record WaitBatch(SymmetricBuffer signals, List<Wait> waits) {
+        public WaitBatch {
+            waits = List.copyOf(waits);
+        }
+    }
+
+    /** The same signal word raised on several peers. */
+    record SignalBatch(SymmetricBuffer signals, int index, SignalOp op, List<Integer> peers) {
+        public SignalBatch {
+            peers = List.copyOf(peers);
+        }
+    }
+
+    /** Every put of {@code batch}, with {@code signalBase}; as {@link #putWithSignal} for each. */
+    default void putWithSignal(PutBatch batch, long signalBase) {
+        for (Put p : batch.puts()) {
+            putWithSignal(batch.src(), p.srcOffset(), batch.dst(), p.dstOffset(), batch.countBuf(), p.countIndex(),
+                    batch.bytesPerCount(), batch.signals(), p.signalIndex(), signalBase, p.peer());
+        }
+    }
+
+    /** Every wait of {@code batch} for {@code value}; as {@link #waitAtLeast} for each. */
+    default void waitAtLeast(WaitBatch batch, long value) {
+        for (Wait w : batch.waits()) {
+            waitAtLeast(batch.signals(), w.index(), value, w.peer(), w.signalName());
+        }
+    }
+
+    /** {@code value} to the batch's signal word on each of its peers; as {@link #signal} for each. */
+    default void signal(SignalBatch batch, long value) {
+        for (int peer : batch.peers()) {
+            signal(batch.signals(), batch.index(), value, batch.op(), peer);
+        }
+    }
 
     /** All ranks arrive before any leaves. */
     void barrier();

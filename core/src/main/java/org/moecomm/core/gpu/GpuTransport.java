@@ -1,7 +1,10 @@
 package org.moecomm.core.gpu;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -11,6 +14,9 @@ import org.moecomm.core.MoeCommException;
 import org.moecomm.core.backend.SymmetricBuffer;
 import org.moecomm.core.backend.Transport;
 import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.moe.TransportKernels;
 
 /**
  * {@link Transport} over NVSHMEM: every operation is a launch of one of the bridge's
@@ -38,6 +44,11 @@ public final class GpuTransport implements Transport {
 
     /** Threads of the put kernel's block (system property {@code moecomm.gpu.putThreads}). */
     static final int PUT_THREADS = Integer.getInteger("moecomm.gpu.putThreads", 1024);
+    /** Threads of each block of a batched put (system property {@code moecomm.gpu.batchPutThreads}). */
+    static final int BATCH_PUT_THREADS = Integer.getInteger("moecomm.gpu.batchPutThreads", 512);
+    private static final Kernel PUT_EACH = new Kernel(TransportKernels.class, "putEach");
+    private static final Kernel WAIT_EACH = new Kernel(TransportKernels.class, "waitEach");
+    private static final Kernel SIGNAL_EACH = new Kernel(TransportKernels.class, "signalEach");
 
     private final GpuExecution exec;
     private final SymmetricAccounting accounting;
@@ -45,6 +56,12 @@ public final class GpuTransport implements Transport {
     private final int worldSize;
     private final List<GpuSymmetricBuffer> owned = new ArrayList<>();
     private final GpuSymmetricBuffer barrierWords;
+    /** Launches the batch kernels on the transport's stream. */
+    private final CheckedKernelRunner runner;
+    /** Holds the batch tables. */
+    private final GpuDeviceMemory tables;
+    /** Each batch's table in device memory, uploaded at the batch's first use. */
+    private final Map<Object, Buf> batchTables = new IdentityHashMap<>();
     private long barrierEpoch;
     private boolean closed;
 
@@ -59,6 +76,8 @@ public final class GpuTransport implements Transport {
                     + exec.rank());
         }
         this.barrierWords = (GpuSymmetricBuffer) allocateSymmetric(8L * worldSize);
+        this.runner = new CheckedKernelRunner(exec);
+        this.tables = new GpuDeviceMemory(exec);
     }
 
     @Override
@@ -105,16 +124,7 @@ public final class GpuTransport implements Transport {
         checkPeer(peer);
         GpuSymmetricBuffer d = sym(dst);
         GpuSymmetricBuffer s = sym(signals);
-        if (srcOffset < 0 || srcOffset > src.byteSize() || dstOffset < 0 || dstOffset > d.byteSize()) {
-            throw new IllegalArgumentException("put offsets out of range: src " + srcOffset + " of " + src.byteSize()
-                    + ", dst " + dstOffset + " of " + d.byteSize());
-        }
-        if (countIndex < 0 || (countIndex + 1) * 4 > countBuf.byteSize()) {
-            throw new IllegalArgumentException("count index " + countIndex + " is outside " + countBuf);
-        }
-        if (bytesPerCount < 0) {
-            throw new IllegalArgumentException("bytesPerCount must be >= 0, got " + bytesPerCount);
-        }
+        checkPut(src, srcOffset, d, dstOffset, countBuf, countIndex, bytesPerCount);
         long sig = signalAddress(s, signalIndex);
         long maxBytes = Math.min(src.byteSize() - srcOffset, d.byteSize() - dstOffset);
         exec.enter();
@@ -142,6 +152,108 @@ public final class GpuTransport implements Transport {
         int tag = exec.register(signalName);
         call(() -> Nvshmem.waitAtLeast(exec.streamHandle(), sig, value, exec.timeoutNanos(), exec.errors(), rank, peer,
                 tag), "wait for " + signalName);
+    }
+
+    // ---- batches: one launch of a TransportKernels kernel each ----
+
+    /** All puts of the batch in one launch of {@link TransportKernels#putEach}, one block per put. */
+    @Override
+    public void putWithSignal(PutBatch batch, long signalBase) {
+        ensureOpen();
+        if (batch.puts().isEmpty()) {
+            return;
+        }
+        Buf table = batchTables.computeIfAbsent(batch, b -> putTable(batch));
+        exec.enter();
+        runner.launch(PUT_EACH, Grid.of(batch.puts().size(), BATCH_PUT_THREADS), batch.src(), sym(batch.dst()).local(),
+                batch.countBuf(), sym(batch.signals()).local(), table, batch.bytesPerCount(), signalBase);
+    }
+
+    /** All waits of the batch in one single-block launch of {@link TransportKernels#waitEach}. */
+    @Override
+    public void waitAtLeast(WaitBatch batch, long value) {
+        ensureOpen();
+        if (batch.waits().isEmpty()) {
+            return;
+        }
+        Buf table = batchTables.computeIfAbsent(batch, b -> waitTable(batch));
+        exec.enter();
+        runner.launch(WAIT_EACH, Grid.of(1, threadsFor(batch.waits().size())), sym(batch.signals()).local(), table,
+                batch.waits().size(), value, exec.timeoutNanos(), exec.errorContext(), rank);
+    }
+
+    /** The batch's signal to every peer in one single-block launch of {@link TransportKernels#signalEach}. */
+    @Override
+    public void signal(SignalBatch batch, long value) {
+        ensureOpen();
+        if (batch.peers().isEmpty()) {
+            return;
+        }
+        GpuSymmetricBuffer signals = sym(batch.signals());
+        signalAddress(signals, batch.index()); // range check
+        Buf peers = batchTables.computeIfAbsent(batch, b -> peerTable(batch));
+        exec.enter();
+        runner.launch(SIGNAL_EACH, Grid.of(1, threadsFor(batch.peers().size())), signals.local(), peers,
+                batch.peers().size(), (long) batch.index(), value, batch.op() == SignalOp.ADD ? 1 : 0);
+    }
+
+    private Buf putTable(PutBatch batch) {
+        GpuSymmetricBuffer d = sym(batch.dst());
+        GpuSymmetricBuffer s = sym(batch.signals());
+        long[] rows = new long[batch.puts().size() * TransportKernels.PUT_COLUMNS];
+        int r = 0;
+        for (Put p : batch.puts()) {
+            checkPeer(p.peer());
+            checkPut(batch.src(), p.srcOffset(), d, p.dstOffset(), batch.countBuf(), p.countIndex(), batch.bytesPerCount());
+            signalAddress(s, p.signalIndex());
+            rows[r + TransportKernels.PUT_SRC_OFFSET] = p.srcOffset();
+            rows[r + TransportKernels.PUT_DST_OFFSET] = p.dstOffset();
+            rows[r + TransportKernels.PUT_COUNT_INDEX] = p.countIndex();
+            rows[r + TransportKernels.PUT_SIGNAL_INDEX] = p.signalIndex();
+            rows[r + TransportKernels.PUT_PEER] = p.peer();
+            rows[r + TransportKernels.PUT_MAX_BYTES] = Math.min(batch.src().byteSize() - p.srcOffset(),
+                    d.byteSize() - p.dstOffset());
+            r += TransportKernels.PUT_COLUMNS;
+        }
+        return upload(rows);
+    }
+
+    private Buf waitTable(WaitBatch batch) {
+        GpuSymmetricBuffer s = sym(batch.signals());
+        long[] rows = new long[batch.waits().size() * TransportKernels.WAIT_COLUMNS];
+        int r = 0;
+        for (Wait w : batch.waits()) {
+            signalAddress(s, w.index());
+            rows[r + TransportKernels.WAIT_SIGNAL_INDEX] = w.index();
+            rows[r + TransportKernels.WAIT_PEER] = w.peer();
+            // named once for the batch's lifetime (the name table keeps the latest 65536 names)
+            rows[r + TransportKernels.WAIT_TAG] = exec.register(w.signalName());
+            r += TransportKernels.WAIT_COLUMNS;
+        }
+        return upload(rows);
+    }
+
+    private Buf peerTable(SignalBatch batch) {
+        int[] peers = new int[batch.peers().size()];
+        for (int i = 0; i < peers.length; i++) {
+            checkPeer(batch.peers().get(i));
+            peers[i] = batch.peers().get(i);
+        }
+        MemorySegment host = MemorySegment.ofArray(peers);
+        Buf b = tables.allocate(host.byteSize());
+        tables.copyFromHost(host, b, 0);
+        return b;
+    }
+
+    private Buf upload(long[] rows) {
+        MemorySegment host = MemorySegment.ofArray(rows);
+        Buf b = tables.allocate(host.byteSize());
+        tables.copyFromHost(host, b, 0);
+        return b;
+    }
+
+    private static int threadsFor(int operations) {
+        return Math.min(1024, Math.max(32, (operations + 31) / 32 * 32));
     }
 
     /** Bounded barrier of all PEs (completes this PE's puts first), then waits for the stream. */
@@ -210,6 +322,11 @@ public final class GpuTransport implements Transport {
             }
         }
         owned.clear();
+        batchTables.clear();
+        CloseFailures failures = new CloseFailures();
+        failures.close(runner);
+        failures.close(tables);
+        failures.throwIfAny();
     }
 
     private void call(Runnable launch, String what) {
@@ -223,6 +340,20 @@ public final class GpuTransport implements Transport {
     private void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("rank " + rank + ": transport is closed");
+        }
+    }
+
+    private static void checkPut(Buf src, long srcOffset, GpuSymmetricBuffer d, long dstOffset, Buf countBuf,
+                                 long countIndex, long bytesPerCount) {
+        if (srcOffset < 0 || srcOffset > src.byteSize() || dstOffset < 0 || dstOffset > d.byteSize()) {
+            throw new IllegalArgumentException("put offsets out of range: src " + srcOffset + " of " + src.byteSize()
+                    + ", dst " + dstOffset + " of " + d.byteSize());
+        }
+        if (countIndex < 0 || (countIndex + 1) * 4 > countBuf.byteSize()) {
+            throw new IllegalArgumentException("count index " + countIndex + " is outside " + countBuf);
+        }
+        if (bytesPerCount < 0) {
+            throw new IllegalArgumentException("bytesPerCount must be >= 0, got " + bytesPerCount);
         }
     }
 

@@ -3,6 +3,8 @@ package org.moecomm.core.protocol;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -72,6 +74,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf expertOrigin;
     private final Buf numTokens;
     private final Buf dummy;
+    // the transport operations of each step, described once
+    private final Transport.PutBatch dispatchPuts;
+    private final Transport.WaitBatch dispatchWaits;
+    private final Transport.WaitBatch combineDoneWaits;
+    private final Transport.PutBatch combinePuts;
+    private final Transport.WaitBatch combineWaits;
+    private final Transport.SignalBatch combineDoneSignals;
 
     private Phase phase = Phase.IDLE;
     private long round;
@@ -113,6 +122,39 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.expertOrigin = memory.allocate(layout.expertOriginBytes());
         this.numTokens = memory.allocate(layout.numTokensBytes());
         this.dummy = memory.allocate(BufferLayout.DUMMY_BYTES);
+
+        List<Transport.Put> dp = new ArrayList<>();
+        List<Transport.Wait> dw = new ArrayList<>();
+        for (int j = 0; j < config.numGroups(); j++) {
+            int peer = j * config.groupSize() + member;
+            dp.add(new Transport.Put(layout.dispatchRegionOffset(j), layout.dispatchRegionOffset(group), j,
+                    layout.dispatchSignal(group), peer));
+            dw.add(new Transport.Wait(layout.dispatchSignal(j), peer, "dispatch[" + j + "]"));
+        }
+        this.dispatchPuts = new Transport.PutBatch(dispatchSend.local(), dispatchRecv, sendRows, layout.rowBytes(),
+                signals, dp);
+        this.dispatchWaits = new Transport.WaitBatch(signals, dw);
+        List<Transport.Put> cp = new ArrayList<>();
+        for (int g = 0; g < config.numGroups(); g++) {
+            for (int i = 0; i < config.groupSize(); i++) {
+                cp.add(new Transport.Put(layout.combineRegionOffset(g), layout.combineRegionOffset(rank), g,
+                        layout.combineSignal(rank), g * config.groupSize() + i));
+            }
+        }
+        this.combinePuts = new Transport.PutBatch(combineSend.local(), combineRecv, pairsFromGroup, layout.yBytes(),
+                signals, cp);
+        List<Transport.Wait> doneWaits = new ArrayList<>();
+        List<Transport.Wait> cw = new ArrayList<>();
+        List<Integer> everyone = new ArrayList<>();
+        for (int d = 0; d < config.worldSize(); d++) {
+            doneWaits.add(new Transport.Wait(layout.combineDoneSignal(d), d, "combineDone[" + d + "]"));
+            cw.add(new Transport.Wait(layout.combineSignal(d), d, "combine[" + d + "]"));
+            everyone.add(d);
+        }
+        this.combineDoneWaits = new Transport.WaitBatch(signals, doneWaits);
+        this.combineWaits = new Transport.WaitBatch(signals, cw);
+        this.combineDoneSignals = new Transport.SignalBatch(signals, layout.combineDoneSignal(rank),
+                Transport.SignalOp.SET, everyone);
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes", rank, config,
                 layout.symmetricBytes(), layout.localBytes());
@@ -179,13 +221,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                     config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
                     config.maxTokensPerRank(), layout.pairsPerRegion());
             long t2 = System.nanoTime();
-            long base = BufferLayout.signalValue(round, 0);
-            for (int j = 0; j < config.numGroups(); j++) {
-                int dest = j * config.groupSize() + member;
-                transport.putWithSignal(dispatchSend.local(), layout.dispatchRegionOffset(j), dispatchRecv,
-                        layout.dispatchRegionOffset(group), sendRows, j, layout.rowBytes(), signals,
-                        layout.dispatchSignal(group), base, dest);
-            }
+            transport.putWithSignal(dispatchPuts, BufferLayout.signalValue(round, 0));
             long t3 = System.nanoTime();
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} dispatchSend: m={} rowsSent={} validate={}us pack={}us put={}us", rank,
@@ -206,11 +242,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         work(() -> {
             Buf counts = out.expertNumTokens().buf().slice(0, 4L * config.expertsPerRank());
             memory.fill(counts, (byte) 0);
-            long base = BufferLayout.signalValue(round, 0);
-            for (int g = 0; g < config.numGroups(); g++) {
-                transport.waitAtLeast(signals, layout.dispatchSignal(g), base, g * config.groupSize() + member,
-                        "dispatch[" + g + "]");
-            }
+            transport.waitAtLeast(dispatchWaits, BufferLayout.signalValue(round, 0));
             long t1 = System.nanoTime();
             runner.launch(SCATTER, Grid.of(config.numGroups(), blocksPer(config.numGroups()), THREADS), dispatchRecv.local(),
                     signals.local().slice(0, 8L * config.numGroups()), counts, out.expertX().buf(),
@@ -249,20 +281,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
                     expertOrigin, combineSend.local(), layout.yBytes(), capacity);
             long t1 = System.nanoTime();
             if (round > 1) {
-                for (int s = 0; s < config.worldSize(); s++) {
-                    transport.waitAtLeast(signals, layout.combineDoneSignal(s), round - 1, s, "combineDone[" + s + "]");
-                }
+                transport.waitAtLeast(combineDoneWaits, round - 1);
             }
             long t2 = System.nanoTime();
-            long base = BufferLayout.signalValue(round, 0);
-            for (int g = 0; g < config.numGroups(); g++) {
-                for (int i = 0; i < config.groupSize(); i++) {
-                    int dest = g * config.groupSize() + i;
-                    transport.putWithSignal(combineSend.local(), layout.combineRegionOffset(g), combineRecv,
-                            layout.combineRegionOffset(rank), pairsFromGroup, g, layout.yBytes(), signals,
-                            layout.combineSignal(rank), base, dest);
-                }
-            }
+            transport.putWithSignal(combinePuts, BufferLayout.signalValue(round, 0));
             long t3 = System.nanoTime();
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineSend: pairsSent={} gather={}us waitDone={}us put={}us", rank, round,
@@ -280,18 +302,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long t0 = System.nanoTime();
         validator.combineOutput(weights, out, m);
         work(() -> {
-            long base = BufferLayout.signalValue(round, 0);
-            for (int d = 0; d < config.worldSize(); d++) {
-                transport.waitAtLeast(signals, layout.combineSignal(d), base, d, "combine[" + d + "]");
-            }
+            transport.waitAtLeast(combineWaits, BufferLayout.signalValue(round, 0));
             long t1 = System.nanoTime();
             runner.launch(REDUCE, Grid.of(config.maxTokensPerRank(), THREADS), combineRecv.local(), pairLocation,
                     weights.buf(), countBuf, out.buf(), config.hidden(), config.topK(),
                     config.expertOutType().kernelCode(), config.outType().kernelCode());
             long t2 = System.nanoTime();
-            for (int d = 0; d < config.worldSize(); d++) {
-                transport.signal(signals, layout.combineDoneSignal(rank), round, Transport.SignalOp.SET, d);
-            }
+            transport.signal(combineDoneSignals, round);
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineRecv: m={} wait={}us reduce={}us", rank, round, m, micros(t1 - t0),
                         micros(t2 - t1));

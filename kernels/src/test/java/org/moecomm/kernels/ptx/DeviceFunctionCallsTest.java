@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.moe.MoeKernels;
+import org.moecomm.kernels.moe.TransportKernels;
 import org.moecomm.kernels.testkernels.CommKernels;
 
 /** Kernels calling the one-sided communication methods compile to calls of the bridge's device functions. */
@@ -36,6 +37,16 @@ class DeviceFunctionCallsTest {
         for (PtxKernel k : List.of(exchange, count)) {
             Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
             assertTrue(r.ok(), k.entryName() + ": " + r.output());
+        }
+    }
+
+    @Test
+    void theTransportKernelsCompileAndPtxasAcceptsThem() throws Exception {
+        for (String name : List.of("putEach", "waitEach", "signalEach")) {
+            PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(TransportKernels.class, name));
+            assertTrue(!k.deviceFunctions().isEmpty(), name);
+            Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+            assertTrue(r.ok(), name + ": " + r.output());
         }
     }
 

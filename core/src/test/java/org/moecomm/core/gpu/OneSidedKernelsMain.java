@@ -11,7 +11,7 @@ import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelRunner;
-import org.moecomm.kernels.testkernels.CommKernels;
+import org.moecomm.kernels.comm.CommKernels;
 
 /**
  * A rank of the GPU test of Java kernels calling the bridge's device functions (form b: the

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
-import org.moecomm.kernels.testkernels.CommKernels;
+import org.moecomm.kernels.comm.CommKernels;
 
 /**
  * The one-sided communication methods of {@code KernelContext} on the JVM: several ranks, each a

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.moe.MoeKernels;
 import org.moecomm.kernels.moe.TransportKernels;
-import org.moecomm.kernels.testkernels.CommKernels;
+import org.moecomm.kernels.comm.CommKernels;
 
 /** Kernels calling the one-sided communication methods compile to calls of the bridge's device functions. */
 class DeviceFunctionCallsTest {

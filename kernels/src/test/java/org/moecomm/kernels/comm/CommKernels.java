@@ -1,10 +1,11 @@
-package org.moecomm.kernels.testkernels;
+package org.moecomm.kernels.comm;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
 
 /**
- * Test kernels for the one-sided communication methods of {@link KernelContext}: run by several
+ * Test kernels for the one-sided communication methods of {@link KernelContext} (not in the
+ * single-GPU comparison suite of package testkernels: they need several ranks): run by several
  * ranks at once, on the JVM with a shared {@link org.moecomm.kernels.cpu.PeerMemory} or on GPUs
  * with NVSHMEM.
  */

@@ -25,6 +25,7 @@ import java.lang.classfile.instruction.OperatorInstruction;
 import java.lang.classfile.instruction.ReturnInstruction;
 import java.lang.classfile.instruction.StackInstruction;
 import java.lang.classfile.instruction.StoreInstruction;
+import java.lang.classfile.instruction.SwitchCase;
 import java.lang.classfile.instruction.TableSwitchInstruction;
 import java.lang.classfile.instruction.ThrowInstruction;
 import java.lang.classfile.instruction.TypeCheckInstruction;
@@ -41,9 +42,11 @@ import java.util.Optional;
 /**
  * Type inference for one (inlined copy of a) method: a forward dataflow over its basic blocks
  * that finds, before every reachable instruction, the kind of every local slot and stack entry
- * (so each gets a typed register), the compile-time constants among them (for shared-array sizes
- * and for dropping branches on constants, such as {@code assert}'s), and which shared array each
- * array reference is. It also rejects every construct outside the supported subset, naming it.
+ * (so each gets a typed register), the compile-time constants among them (int and long
+ * arithmetic on constants is folded; for shared-array sizes, for dropping branches and switches on
+ * constants, such as {@code assert}'s, and for {@link LoopUnrolling}'s trip counts), and which
+ * shared array each array reference is. It also rejects every construct outside the supported
+ * subset, naming it.
  *
  * <p>Own dataflow rather than the StackMapTable: it is needed anyway for constants and arrays, and
  * it sees inlined callees with their actual arguments.
@@ -124,21 +127,45 @@ final class Analysis {
     List<Integer> successors(int i, Frame in) {
         Instruction insn = code.insn(i);
         List<Integer> out = new ArrayList<>();
-        if (insn instanceof BranchInstruction b) {
+        if (insn instanceof BranchInstruction) {
             Boolean taken = constantCondition(insn.opcode(), in);
             if (taken == null || taken) {
-                out.add(code.target(b.target()));
+                out.add(code.jumpTarget(i));
             }
             if (!MethodCode.isTerminal(insn) && (taken == null || !taken)) {
                 out.add(i + 1);
             }
             return out;
         }
-        out.addAll(code.branchTargets(insn));
+        Integer constantTarget = constantSwitchTarget(code, i, in);
+        if (constantTarget != null) {
+            out.add(constantTarget);
+            return out;
+        }
+        for (int t : code.targets(i)) {
+            out.add(t);
+        }
         if (!MethodCode.isTerminal(insn)) {
             out.add(i + 1);
         }
         return out;
+    }
+
+    /** For a switch on a constant: the one target it jumps to; else {@code null}. */
+    static Integer constantSwitchTarget(MethodCode code, int i, Frame in) {
+        Instruction insn = code.insn(i);
+        if (!(insn instanceof TableSwitchInstruction || insn instanceof LookupSwitchInstruction) || !in.peek(0).isConstant()) {
+            return null;
+        }
+        int key = in.peek(0).intConstant();
+        List<SwitchCase> cases = insn instanceof TableSwitchInstruction t ? t.cases() : ((LookupSwitchInstruction) insn).cases();
+        int[] targets = code.targets(i);
+        for (int c = 0; c < cases.size(); c++) {
+            if (cases.get(c).caseValue() == key) {
+                return targets[c + 1];
+            }
+        }
+        return targets[0];
     }
 
     /**
@@ -240,7 +267,7 @@ final class Analysis {
                 return operator(i, o, in);
             }
             case ConvertInstruction c -> {
-                return in.popPush(1, Value.of(kindOf(c.toType())));
+                return in.popPush(1, convert(c, in.peek(0)));
             }
             case StackInstruction s -> {
                 return in.withStack(StackShuffle.apply(StackShuffle.of(s.opcode(), in), in.stack));
@@ -313,10 +340,21 @@ final class Analysis {
         switch (op) {
             case FREM, DREM -> throw scope.error(i, "floating-point remainder (" + op.name().toLowerCase()
                     + ") is not supported in kernels");
-            case INEG, LNEG, FNEG, DNEG -> {
+            case INEG, LNEG -> {
+                Value v = in.peek(0);
+                Kind k = kindOf(o.typeKind());
+                return in.popPush(1, v.isConstant() ? Value.constant(k, narrow(k, -v.constant())) : Value.of(k));
+            }
+            case FNEG, DNEG -> {
                 return in.popPush(1, Value.of(kindOf(o.typeKind())));
             }
-            case LCMP, FCMPL, FCMPG, DCMPL, DCMPG -> {
+            case LCMP -> {
+                Value a = in.peek(1);
+                Value b = in.peek(0);
+                return in.popPush(2, a.isConstant() && b.isConstant()
+                        ? Value.constant(Kind.INT, Long.compare(a.constant(), b.constant())) : Value.of(Kind.INT));
+            }
+            case FCMPL, FCMPG, DCMPL, DCMPG -> {
                 return in.popPush(2, Value.of(Kind.INT));
             }
             case ARRAYLENGTH -> {
@@ -327,9 +365,70 @@ final class Analysis {
                 return in.popPush(1, Value.constant(Kind.INT, arr.array().length));
             }
             default -> {
-                return in.popPush(2, Value.of(kindOf(o.typeKind())));
+                Kind k = kindOf(o.typeKind());
+                Value a = in.peek(1);
+                Value b = in.peek(0);
+                Long folded = a.isConstant() && b.isConstant() ? fold(op, a.constant(), b.constant()) : null;
+                return in.popPush(2, folded != null ? Value.constant(k, folded) : Value.of(k));
             }
         }
+    }
+
+    /**
+     * The value of an int or long binary operation on constants, as Java computes it; {@code null}
+     * for other operations and for a division by zero (which throws on the JVM). Folding lets
+     * branches on expressions of constants be resolved, such as {@code k + 4 <= topK} in each
+     * copy of an unrolled loop ({@link LoopUnrolling}).
+     */
+    private static Long fold(Opcode op, long a, long b) {
+        int x = (int) a;
+        int y = (int) b;
+        return switch (op) {
+            case IADD -> (long) (x + y);
+            case ISUB -> (long) (x - y);
+            case IMUL -> (long) (x * y);
+            case IDIV -> y == 0 ? null : (long) (x / y);
+            case IREM -> y == 0 ? null : (long) (x % y);
+            case ISHL -> (long) (x << y);
+            case ISHR -> (long) (x >> y);
+            case IUSHR -> (long) (x >>> y);
+            case IAND -> (long) (x & y);
+            case IOR -> (long) (x | y);
+            case IXOR -> (long) (x ^ y);
+            case LADD -> a + b;
+            case LSUB -> a - b;
+            case LMUL -> a * b;
+            case LDIV -> b == 0 ? null : a / b;
+            case LREM -> b == 0 ? null : a % b;
+            case LSHL -> a << y;
+            case LSHR -> a >> y;
+            case LUSHR -> a >>> y;
+            case LAND -> a & b;
+            case LOR -> a | b;
+            case LXOR -> a ^ b;
+            default -> null;
+        };
+    }
+
+    /** {@code v} as a value of kind {@code k}: an int wraps to 32 bits. */
+    private static long narrow(Kind k, long v) {
+        return k == Kind.INT ? (int) v : v;
+    }
+
+    /** The result of a primitive conversion; constant where the operand is and the result is an int or long. */
+    private static Value convert(ConvertInstruction c, Value v) {
+        Kind to = kindOf(c.toType());
+        if (!v.isConstant() || (to != Kind.INT && to != Kind.LONG)) {
+            return Value.of(to);
+        }
+        long x = v.constant();
+        return Value.constant(to, switch (c.toType()) {
+            case BYTE -> (byte) x;
+            case SHORT -> (short) x;
+            case CHAR -> (char) x;
+            case INT -> (int) x;
+            default -> x;
+        });
     }
 
     private Frame field(int i, FieldInstruction f, Frame in) {

@@ -43,6 +43,8 @@ final class Lowering {
     /** Label after the inlined body; {@code null} for the kernel itself. */
     private final String returnLabel;
     private int lastReachable = -1;
+    /** The first reachable instruction after each instruction ({@code code.size()} if none). */
+    private int[] nextReachable;
 
     Lowering(PtxFunction f, ClassFiles classes, Analysis an, int frame, String resultRegister, String returnLabel) {
         this.f = f;
@@ -56,9 +58,15 @@ final class Lowering {
     }
 
     void lower() {
-        for (int i = 0; i < code.size(); i++) {
+        nextReachable = new int[code.size()];
+        int next = code.size();
+        for (int i = code.size() - 1; i >= 0; i--) {
+            nextReachable[i] = next;
             if (an.before[i] != null) {
-                lastReachable = i;
+                next = i;
+                if (lastReachable < 0) {
+                    lastReachable = i;
+                }
             }
         }
         for (int i = 0; i < code.size(); i++) {
@@ -68,6 +76,9 @@ final class Lowering {
             }
             if (code.leader[i]) {
                 f.label(label(i));
+            }
+            if (code.note(i) != null) {
+                f.comment(code.note(i));
             }
             f.loc(code.sourceFile, code.line(i));
             i = lower(i, in);
@@ -113,6 +124,16 @@ final class Lowering {
     private int lower(int i, Frame in) {
         Instruction insn = code.insn(i);
         Frame out = an.step(i, in);
+        if (insn instanceof LoadInstruction || (insn instanceof OperatorInstruction && insn.opcode() != Opcode.LCMP)
+                || insn instanceof ConvertInstruction) {
+            // An int or long the analysis knows (a constant, a specialised parameter, arithmetic
+            // on those, an induction variable in a copy of an unrolled loop) is written as a literal.
+            Value v = out.peek(0);
+            if (v.isConstant()) {
+                mov(v.kind(), top(out, 0), Long.toString(v.kind() == Kind.INT ? v.intConstant() : v.constant()));
+                return i;
+            }
+        }
         switch (insn) {
             case LoadInstruction l -> {
                 Value v = in.locals[l.slot()];
@@ -128,7 +149,12 @@ final class Lowering {
             }
             case IncrementInstruction inc -> {
                 String r = local(Kind.INT, inc.slot());
-                f.op("add.s32 " + r + ", " + r + ", " + inc.constant());
+                Value v = out.locals[inc.slot()];
+                if (v.isConstant()) {
+                    mov(Kind.INT, r, Integer.toString(v.intConstant()));
+                } else {
+                    f.op("add.s32 " + r + ", " + r + ", " + inc.constant());
+                }
             }
             case ConstantInstruction c -> {
                 Kind k = out.peek(0).kind();
@@ -140,8 +166,8 @@ final class Lowering {
             case ConvertInstruction c -> convert(c, top(in, 0), top(out, 0));
             case StackInstruction s -> shuffle(StackShuffle.of(s.opcode(), in), in);
             case BranchInstruction b -> branch(i, b, in);
-            case TableSwitchInstruction t -> switchTo(in, t.cases(), t.defaultTarget());
-            case LookupSwitchInstruction l -> switchTo(in, l.cases(), l.defaultTarget());
+            case TableSwitchInstruction t -> switchTo(i, in, t.cases());
+            case LookupSwitchInstruction l -> switchTo(i, in, l.cases());
             case ReturnInstruction r -> ret(i, r, in);
             case ArrayLoadInstruction a -> {
                 Kind arr = in.peek(1).kind();
@@ -296,6 +322,14 @@ final class Lowering {
         String a = top(in, 1);
         String b = top(in, 0);
         if (i + 1 < code.size() && !code.leader[i + 1] && code.insn(i + 1) instanceof BranchInstruction br) {
+            Boolean taken = Analysis.constantCondition(br.opcode(), out);
+            if (taken != null) {
+                // lcmp of two constants: the branch is resolved, as in branch()
+                if (taken) {
+                    jump(i + 1);
+                }
+                return i + 1;
+            }
             String cond = switch (br.opcode()) {
                 case IFEQ -> "eq";
                 case IFNE -> op == Opcode.LCMP ? "ne" : "neu";
@@ -308,7 +342,7 @@ final class Lowering {
             if (cond != null) {
                 String p = f.pred();
                 f.op("setp." + cond + "." + type + " " + p + ", " + a + ", " + b);
-                f.op("@" + p + " bra " + label(code.target(br.target())));
+                f.op("@" + p + " bra " + label(code.jumpTarget(i + 1)));
                 return i + 1;
             }
         }
@@ -418,16 +452,27 @@ final class Lowering {
         };
     }
 
+    /**
+     * An unconditional jump from instruction {@code i} to its target; nothing where the target
+     * is the next instruction emitted (as between the copies of an unrolled loop).
+     */
+    private void jump(int i) {
+        int t = code.jumpTarget(i);
+        if (t != nextReachable[i]) {
+            f.op("bra " + label(t));
+        }
+    }
+
     private void branch(int i, BranchInstruction b, Frame in) {
-        String target = label(code.target(b.target()));
+        String target = label(code.jumpTarget(i));
         Opcode op = b.opcode();
         switch (op) {
-            case GOTO, GOTO_W -> f.op("bra " + target);
+            case GOTO, GOTO_W -> jump(i);
             case IFEQ, IFNE, IFLT, IFGE, IFGT, IFLE -> {
                 Boolean taken = Analysis.constantCondition(op, in);
                 if (taken != null) {
                     if (taken) {
-                        f.op("bra " + target);
+                        jump(i);
                     }
                     return;
                 }
@@ -439,7 +484,7 @@ final class Lowering {
                 Boolean taken = Analysis.constantCondition(op, in);
                 if (taken != null) {
                     if (taken) {
-                        f.op("bra " + target);
+                        jump(i);
                     }
                     return;
                 }
@@ -450,14 +495,23 @@ final class Lowering {
         }
     }
 
-    private void switchTo(Frame in, List<SwitchCase> cases, java.lang.classfile.Label defaultTarget) {
-        String key = top(in, 0);
-        for (SwitchCase c : cases) {
-            String p = f.pred();
-            f.op("setp.eq.s32 " + p + ", " + key + ", " + c.caseValue());
-            f.op("@" + p + " bra " + label(code.target(c.target())));
+    /** A switch as a chain of compares; {@code code.targets(i)} holds the default target, then the cases'. */
+    private void switchTo(int i, Frame in, List<SwitchCase> cases) {
+        Integer constant = Analysis.constantSwitchTarget(code, i, in);
+        if (constant != null) {
+            if (constant != nextReachable[i]) {
+                f.op("bra " + label(constant));
+            }
+            return;
         }
-        f.op("bra " + label(code.target(defaultTarget)));
+        String key = top(in, 0);
+        int[] targets = code.targets(i);
+        for (int c = 0; c < cases.size(); c++) {
+            String p = f.pred();
+            f.op("setp.eq.s32 " + p + ", " + key + ", " + cases.get(c).caseValue());
+            f.op("@" + p + " bra " + label(targets[c + 1]));
+        }
+        f.op("bra " + label(targets[0]));
     }
 
     private void ret(int i, ReturnInstruction r, Frame in) {
@@ -524,7 +578,7 @@ final class Lowering {
             locals[slot] = v;
             slot += v.kind().slots;
         }
-        Analysis calleeAnalysis = new Analysis(calleeScope, classes, new Frame(locals, new Value[0]));
+        Analysis calleeAnalysis = LoopUnrolling.analyse(calleeScope, classes, new Frame(locals, new Value[0]));
         int calleeFrame = f.newFrame();
         f.comment("inlined " + what + desc);
         slot = 0;

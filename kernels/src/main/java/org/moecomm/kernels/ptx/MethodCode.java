@@ -25,8 +25,12 @@ import java.util.Map;
 
 /**
  * One method's bytecode as the compiler sees it: its real instructions in order (pseudo
- * instructions removed), the source line of each, where each label points, and the control-flow
- * structure (block leaders and the successors of each instruction).
+ * instructions removed), the source line of each, and the control-flow structure (the jump
+ * targets of each instruction as instruction indices, and the block leaders).
+ *
+ * <p>Jump targets are kept as indices rather than read from the instructions' labels so that
+ * {@link LoopUnrolling} can make a copy of a method in which copied instructions jump elsewhere
+ * than the originals.
  */
 final class MethodCode {
     final String owner;
@@ -47,6 +51,10 @@ final class MethodCode {
     final int firstLine;
     /** Instructions that start a basic block. */
     final boolean[] leader;
+    /** Jump targets of each instruction: see {@link #targets(int)}. */
+    private final int[][] targets;
+    /** A comment for the PTX before each instruction ({@code null}: none), such as where an unrolled loop's copy starts. */
+    private final String[] notes;
     private final Map<Label, Integer> labels = new HashMap<>();
 
     MethodCode(ClassModel cls, MethodModel method) {
@@ -95,19 +103,52 @@ final class MethodCode {
             }
         }
         this.firstLine = first;
-        this.leader = new boolean[insns.size() + 1];
+        this.targets = new int[insns.size()][];
+        for (int i = 0; i < insns.size(); i++) {
+            targets[i] = resolveTargets(insns.get(i));
+        }
+        this.leader = leaders(insns, targets);
+        this.notes = new String[insns.size()];
+    }
+
+    /**
+     * A variant of {@code base}'s method with other instructions ({@link LoopUnrolling}'s
+     * copy): {@code targets} gives each instruction's jump targets as for {@link #targets(int)};
+     * a branch instruction's own label is then ignored.
+     */
+    MethodCode(MethodCode base, List<Instruction> insns, int[] lines, int[][] targets, String[] notes) {
+        this.owner = base.owner;
+        this.name = base.name;
+        this.descriptor = base.descriptor;
+        this.sourceFile = base.sourceFile;
+        this.isStatic = base.isStatic;
+        this.hasCode = base.hasCode;
+        this.isNative = base.isNative;
+        this.hasHandlers = base.hasHandlers;
+        this.firstHandlerStart = base.firstHandlerStart;
+        this.maxLocals = base.maxLocals;
+        this.firstLine = base.firstLine;
+        this.insns.addAll(insns);
+        this.lines = lines.clone();
+        this.targets = targets.clone();
+        this.leader = leaders(this.insns, this.targets);
+        this.notes = notes.clone();
+    }
+
+    private static boolean[] leaders(List<Instruction> insns, int[][] targets) {
+        boolean[] leader = new boolean[insns.size() + 1];
         if (!insns.isEmpty()) {
             leader[0] = true;
         }
         for (int i = 0; i < insns.size(); i++) {
-            Instruction insn = insns.get(i);
-            if (endsBlock(insn)) {
+            if (endsBlock(insns.get(i))) {
                 leader[i + 1] = true;
             }
-            for (int t : branchTargets(insn)) {
+            for (int t : targets[i]) {
                 leader[t] = true;
             }
         }
+        return leader;
     }
 
     int size() {
@@ -118,11 +159,16 @@ final class MethodCode {
         return insns.get(i);
     }
 
+    /** The PTX comment to write before instruction {@code i}, or {@code null}. */
+    String note(int i) {
+        return notes[i];
+    }
+
     int line(int i) {
         return i >= 0 && i < lines.length ? lines[i] : firstLine;
     }
 
-    int target(Label label) {
+    private int target(Label label) {
         Integer i = labels.get(label);
         if (i == null) {
             throw new IllegalStateException("label without position in " + name);
@@ -152,27 +198,40 @@ final class MethodCode {
         return isTerminal(insn) || insn instanceof BranchInstruction;
     }
 
-    /** Explicit jump targets of an instruction (not its fall-through). */
-    List<Integer> branchTargets(Instruction insn) {
-        List<Integer> out = new ArrayList<>();
+    /**
+     * Explicit jump targets of instruction {@code i} (not its fall-through), as instruction
+     * indices: a branch's target; a switch's default target, then its cases' targets in the order
+     * of its {@code cases()}; none for other instructions. The array is shared: do not modify it.
+     */
+    int[] targets(int i) {
+        return targets[i];
+    }
+
+    /** The target of branch instruction {@code i}. */
+    int jumpTarget(int i) {
+        return targets[i][0];
+    }
+
+    private int[] resolveTargets(Instruction insn) {
+        List<Label> out = new ArrayList<>();
         switch (insn) {
-            case BranchInstruction b -> out.add(target(b.target()));
+            case BranchInstruction b -> out.add(b.target());
             case TableSwitchInstruction t -> {
-                out.add(target(t.defaultTarget()));
+                out.add(t.defaultTarget());
                 for (SwitchCase c : t.cases()) {
-                    out.add(target(c.target()));
+                    out.add(c.target());
                 }
             }
             case LookupSwitchInstruction l -> {
-                out.add(target(l.defaultTarget()));
+                out.add(l.defaultTarget());
                 for (SwitchCase c : l.cases()) {
-                    out.add(target(c.target()));
+                    out.add(c.target());
                 }
             }
             default -> {
             }
         }
-        return out;
+        return out.stream().mapToInt(this::target).toArray();
     }
 
     @Override

@@ -146,7 +146,7 @@ public final class PtxCompiler {
             slot += k.slots;
         }
 
-        Analysis analysis = new Analysis(scope, classes, new Frame(locals, new Value[0]));
+        Analysis analysis = LoopUnrolling.analyse(scope, classes, new Frame(locals, new Value[0]));
         new Lowering(f, classes, analysis, frame, null, null).lower();
         long shared = f.sharedBytes();
         if (shared > MAX_STATIC_SHARED_BYTES) {

@@ -26,4 +26,23 @@ public interface DeviceMemory {
 
     /** Sets every byte of {@code buf} to {@code value} (tests poison outputs this way). */
     void fill(Buf buf, byte value);
+
+    /**
+     * Whether {@link #copyToHost} waits for the device's queued work (a GPU: yes). A check that
+     * reads device memory then stalls the host until the device drains, so it belongs on the
+     * device instead (see {@link #allocateHostVisible}).
+     */
+    default boolean hostReadsSynchronize() {
+        return false;
+    }
+
+    /**
+     * {@code bytes} zeroed bytes that kernels write and the host reads through the returned
+     * {@link Buf}'s segment at any time, without a copy (a GPU: page-locked host memory mapped into
+     * the device): for reports from the device. A value read while kernels may still write it can
+     * be stale; after the work synchronised it is current.
+     */
+    default Buf allocateHostVisible(long bytes) {
+        return allocate(bytes);
+    }
 }

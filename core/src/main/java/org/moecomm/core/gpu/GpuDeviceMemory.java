@@ -30,6 +30,7 @@ public final class GpuDeviceMemory implements DeviceMemory, AutoCloseable {
 
     private final GpuExecution exec;
     private final List<DeviceBuffer> owned = new ArrayList<>();
+    private final List<PinnedHostBuffer> hostVisible = new ArrayList<>();
     private PinnedHostBuffer staging;
     private final CudaEvent[] slotEvents = new CudaEvent[SLOTS];
     private final boolean[] slotPending = new boolean[SLOTS];
@@ -101,6 +102,26 @@ public final class GpuDeviceMemory implements DeviceMemory, AutoCloseable {
         }
     }
 
+    /** Copies to the host wait for the stream. */
+    @Override
+    public boolean hostReadsSynchronize() {
+        return true;
+    }
+
+    /** Page-locked host memory: with unified addressing its host address is also its device address. */
+    @Override
+    public synchronized Buf allocateHostVisible(long bytes) {
+        ensureOpen();
+        if (bytes < 1) {
+            throw new IllegalArgumentException("host-visible allocation of " + bytes + " bytes");
+        }
+        exec.enter();
+        PinnedHostBuffer b = exec.context().allocatePinned(bytes);
+        hostVisible.add(b);
+        b.segment().fill((byte) 0);
+        return Buf.of(b.segment());
+    }
+
     private MemorySegment stagingSlot(int slot) {
         if (staging == null) {
             staging = exec.context().allocatePinned((long) SLOT_BYTES * SLOTS);
@@ -139,6 +160,10 @@ public final class GpuDeviceMemory implements DeviceMemory, AutoCloseable {
             failures.run(d::close);
         }
         owned.clear();
+        for (PinnedHostBuffer b : hostVisible) {
+            failures.run(b::close);
+        }
+        hostVisible.clear();
         for (CudaEvent e : slotEvents) {
             if (e != null) {
                 failures.run(e::close);

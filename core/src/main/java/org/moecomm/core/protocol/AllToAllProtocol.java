@@ -42,6 +42,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel SCATTER = new Kernel(MoeKernels.class, "scatter");
     static final Kernel GATHER = new Kernel(MoeKernels.class, "gather");
     static final Kernel REDUCE = new Kernel(MoeKernels.class, "reduce");
+    static final Kernel CHECK_EXPERT_IDS = new Kernel(MoeKernels.class, "checkExpertIds");
 
     /** Threads per block of every MoE kernel. */
     static final int THREADS = MoeKernels.THREADS;
@@ -74,6 +75,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf expertOrigin;
     private final Buf numTokens;
     private final Buf dummy;
+    /** Where the device reports a bad expert id, when the ids are checked there ({@code null} otherwise). */
+    private final Buf idReport;
     // the transport operations of each step, described once
     private final Transport.PutBatch dispatchPuts;
     private final Transport.WaitBatch dispatchWaits;
@@ -122,6 +125,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.expertOrigin = memory.allocate(layout.expertOriginBytes());
         this.numTokens = memory.allocate(layout.numTokensBytes());
         this.dummy = memory.allocate(BufferLayout.DUMMY_BYTES);
+        this.idReport = validator.checksIdsOnHost() ? null : memory.allocateHostVisible(4L * MoeKernels.REPORT_INTS);
 
         List<Transport.Put> dp = new ArrayList<>();
         List<Transport.Wait> dw = new ArrayList<>();
@@ -215,6 +219,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 writeInt(numTokens, count);
             }
             int s = config.scalesPerToken();
+            if (idReport != null) {
+                runner.launch(CHECK_EXPERT_IDS, Grid.of(1, THREADS), in.indices().buf(), countBuf, idReport,
+                        config.topK(), config.numExperts(), config.maxTokensPerRank());
+            }
             runner.launch(PACK, Grid.of(config.worldSize(), blocksPer(config.worldSize()), THREADS), in.x().buf(),
                     in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf,
                     dispatchSend.local(), sendRows, pairLocation, layout.xBytes(), s, config.topK(),
@@ -351,6 +359,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     // ---- helpers ----
 
     private void expect(Phase required) {
+        raiseBadExpertId();
         if (phase != required) {
             String call = required.expectedCall();
             String msg = switch (phase) {
@@ -361,6 +370,21 @@ public final class AllToAllProtocol implements MoeAllToAll {
             };
             throw new IllegalStateException(msg);
         }
+    }
+
+    /**
+     * Throws what the device's id check reported (a cheap read of host-visible memory), once the
+     * work that found it has finished; the handle is failed from then on.
+     */
+    private void raiseBadExpertId() {
+        if (idReport == null || idReport.getInt(MoeKernels.REPORT_FLAG) == 0 || phase == Phase.CLOSED) {
+            return;
+        }
+        phase = Phase.FAILED;
+        runner.synchronize(); // the report's other slots are current after this
+        throw validator.badExpertId(idReport.getInt(MoeKernels.REPORT_ID), idReport.getInt(MoeKernels.REPORT_TOKEN),
+                idReport.getInt(MoeKernels.REPORT_SLOT), " (found on the device, in the dispatch of round " + round
+                        + " or before; the handle has failed)");
     }
 
     /** Runs a step's work; success advances the phase, any failure leaves the handle FAILED. */

@@ -9,6 +9,7 @@ import org.moecomm.core.DType;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
+import org.moecomm.core.ExpertIdCheck;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Tensor;
 import org.moecomm.core.TokenCount;
@@ -17,11 +18,12 @@ import org.moecomm.core.TokenCount;
  * Checks a call's tensors against the config before any work starts; every failure is an
  * {@link IllegalArgumentException} whose message starts with the tensor's name.
  *
- * <p>Two checks read device memory through {@link DeviceMemory#copyToHost}: the token count
- * when it lives in a buffer ({@link TokenCount.InBuffer}) and the expert ids of the first m
- * tokens. On the CPU backend this is a plain memory read; on a GPU it is a synchronising copy,
- * which a graph-captured step would want to skip (the kernels tolerate neither, so the check
- * stays on by default).
+ * <p>Two checks read device memory: the token count when it lives in a buffer
+ * ({@link TokenCount.InBuffer}; read with {@link DeviceMemory#copyToHost}) and the expert ids of
+ * the first m tokens. The config's {@link ExpertIdCheck} says where the ids are checked: here,
+ * before any work, or (by default where host reads would wait for the device, see
+ * {@link DeviceMemory#hostReadsSynchronize()}) on the device by the protocol
+ * ({@code MoeKernels.checkExpertIds}), which raises a bad id at its next call.
  */
 public final class Validator {
     private final MoeConfig config;
@@ -30,6 +32,15 @@ public final class Validator {
     public Validator(MoeConfig config, DeviceMemory memory) {
         this.config = config;
         this.memory = memory;
+    }
+
+    /** Whether {@link #dispatchInput} checks the expert ids (else the device must): the config's {@link ExpertIdCheck}. */
+    public boolean checksIdsOnHost() {
+        return switch (config.expertIdCheck()) {
+            case HOST -> true;
+            case DEVICE -> false;
+            case AUTO -> !memory.hostReadsSynchronize();
+        };
     }
 
     /** Validates dispatch inputs and returns the token count m. */
@@ -49,7 +60,9 @@ public final class Validator {
             throw new IllegalArgumentException("xScale: unexpected; " + config.inType().label()
                     + " tokens carry no block scales");
         }
-        expertIds(in.indices(), m);
+        if (checksIdsOnHost()) {
+            expertIds(in.indices(), m);
+        }
         return m;
     }
 
@@ -120,12 +133,17 @@ public final class Validator {
                 for (int j = 0; j < k; j++) {
                     int id = host.getAtIndex(ValueLayout.JAVA_INT, (long) t * k + j);
                     if (id < -1 || id >= e) {
-                        throw new IllegalArgumentException("indices: expert id " + id + " of token " + t + ", slot " + j
-                                + " is outside [-1, E=" + e + ")");
+                        throw badExpertId(id, t, j, "");
                     }
                 }
             }
         }
+    }
+
+    /** The exception for expert id {@code id} of token {@code token}, slot {@code slot}. */
+    public IllegalArgumentException badExpertId(int id, int token, int slot, String when) {
+        return new IllegalArgumentException("indices: expert id " + id + " of token " + token + ", slot " + slot
+                + " is outside [-1, E=" + config.numExperts() + ")" + when);
     }
 
     /** A 2-d tensor with at least {@code minRows} rows of exactly {@code cols} columns. */

@@ -58,6 +58,18 @@ class DispatchCombineGpuTest {
     }
 
     @Test
+    void aBadExpertIdFoundOnTheDeviceFailsTheNextCallOnEveryRank() {
+        GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
+        LocalLauncher.Result r = GpuTestSupport.launcher(2, BadExpertIdMain.class, out, Duration.ofMinutes(3))
+                .build().run();
+        assertArrayEquals(new int[2], r.exitCodes(), out.text());
+        for (int rank = 0; rank < 2; rank++) {
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK bad-expert-id ok rank " + rank),
+                    "rank " + rank + " did not report the bad id");
+        }
+    }
+
+    @Test
     void aPeerThatNeverDispatchesGivesTheOthersATimeoutNamingIt() {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(4, DispatchTimeoutMain.class, out, Duration.ofMinutes(3))

@@ -14,6 +14,7 @@ import org.moecomm.core.DType;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
+import org.moecomm.core.ExpertIdCheck;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Tensor;
@@ -90,6 +91,27 @@ class ValidationTest {
             assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
             // ids beyond m are not looked at (row 5 holds padding)
             c.setIndex(4, 1, -1);
+        });
+    }
+
+    /**
+     * With the check on the device (as on a GPU, where reading the ids on the host waits for the
+     * device) a good round passes, and a bad id lets dispatchSend run but fails the next call,
+     * naming token, slot and id, and every call after it.
+     */
+    @Test
+    void expertIdsCheckedOnTheDeviceFailTheNextCall() {
+        MoeConfig device = BF16.toBuilder().expertIdCheck(ExpertIdCheck.DEVICE).build();
+        Harness.onAllRanks(device, (h, b) -> {
+            Workload w = Workload.generate(device, 1, Workload.Options.defaults().tokens(5));
+            CheckedRound.run(b, w, false).assertOk();
+            Ctx c = new Ctx(h, b, b.upload(w.rank(0), false));
+            c.setIndex(3, 0, 8);
+            c.h().dispatchSend(c.in());
+            String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            assertTrue(msg.contains("expert id 8 of token 3, slot 0") && msg.contains("found on the device"), msg);
+            assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            return null;
         });
     }
 

@@ -142,6 +142,37 @@ public final class MoeKernels {
         }
     }
 
+    /** Slots of {@link #checkExpertIds}'s report (int32): the claim, token, slot, id, and the flag set last. */
+    public static final int REPORT_TOKEN = 1;
+    public static final int REPORT_SLOT = 2;
+    public static final int REPORT_ID = 3;
+    public static final int REPORT_FLAG = 4;
+    public static final int REPORT_INTS = 5;
+
+    /**
+     * Dispatch's input check on the device, where reading the ids on the host would wait for the
+     * device: any grid. Finds expert ids of the first m tokens outside {@code [-1, numExperts)};
+     * the first thread to find one claims {@code report[0]}, writes token, slot and id, then sets
+     * {@code report[REPORT_FLAG]} to 1. ({@link #pack} skips such ids, so the round itself runs
+     * to its end.)
+     *
+     * @param numTokens int32 {@code [1]}: m, clamped to {@code [0, maxTokens]}
+     */
+    public static void checkExpertIds(KernelContext ctx, Buf indices, Buf numTokens, Buf report, int topK,
+                                      int numExperts, int maxTokens) {
+        long ids = (long) clamp(numTokens.getInt(0), 0, maxTokens) * topK;
+        for (long i = ctx.globalIdx(); i < ids; i += ctx.globalGroupSizeX()) {
+            int id = indices.getInt(i);
+            if ((id < -1 || id >= numExperts) && ctx.atomicCas(report, 0, 0, 1) == 0) {
+                report.setInt(REPORT_TOKEN, (int) (i / topK));
+                report.setInt(REPORT_SLOT, (int) (i % topK));
+                report.setInt(REPORT_ID, id);
+                ctx.globalFence();
+                report.setInt(REPORT_FLAG, 1);
+            }
+        }
+    }
+
     /**
      * Dispatch, step 2: grid {@code NG x Y} blocks, {@code x} = source group {@code g}; the
      * {@code Y} blocks of a group take its rows in turns of equal chunks. For each

@@ -69,6 +69,7 @@ class MoeKernelsGpuTest {
         all.addAll(scatterCases());
         all.addAll(gatherCases());
         all.addAll(reduceCases());
+        all.addAll(checkCases());
         return all;
     }
 
@@ -238,6 +239,38 @@ class MoeKernelsGpuTest {
                 .ints("expertOrigin", origin)
                 .out("combineSend", (long) destinations * yBytes)
                 .arg(yBytes).arg(cap);
+    }
+
+    // ---- checkExpertIds ----
+
+    @Test
+    void checkExpertIds() {
+        checkCases().forEach(comparison::check);
+    }
+
+    static List<KernelCase> checkCases() {
+        return List.of(checkCase(100, 8, 256, -1, 90, 1), checkCase(100, 8, 256, 517, 256, 2),
+                checkCase(7, 4, 64, 27, -2, 3), checkCase(50, 6, 32, 290, 99, 4));
+    }
+
+    /**
+     * Ids in [-1, e) but one ({@code bad} at flat position {@code badAt}, none when -1); with one
+     * bad id the report is the same whichever thread finds it. The last case puts the bad id
+     * beyond m (the first 40 tokens are checked), where it must not be reported.
+     */
+    private static KernelCase checkCase(int m, int k, int e, int badAt, int bad, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int[] ids = r.ints((long) m * k, -1, e).toArray();
+        if (badAt >= 0) {
+            ids[badAt] = bad;
+        }
+        int checked = seed == 4 ? 40 : m;
+        return KernelCase.of(MoeKernels.class, "checkExpertIds", Grid.of(2, 128))
+                .label("m=" + checked + " K=" + k + " E=" + e + " bad " + bad + " at " + badAt)
+                .ints("indices", ids)
+                .ints("numTokens", checked)
+                .ints("report", new int[MoeKernels.REPORT_INTS])
+                .arg(k).arg(e).arg(m);
     }
 
     // ---- reduce ----

@@ -39,6 +39,11 @@ final class CheckedKernelRunner implements KernelRunner {
     }
 
     @Override
+    public int concurrentBlocks() {
+        return runner.concurrentBlocks();
+    }
+
+    @Override
     public void synchronize() {
         exec.synchronize();
     }

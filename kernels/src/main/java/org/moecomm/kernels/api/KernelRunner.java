@@ -16,11 +16,11 @@ public interface KernelRunner extends AutoCloseable {
     /**
      * Blocks this runner's device executes at the same time (streaming multiprocessors on a GPU,
      * worker threads on the JVM). Callers size the grids of copy kernels from it, so that the
-     * bytes of a few destinations are spread over the whole device.
+     * bytes of a few destinations are spread over the whole device. No default: a runner that
+     * wraps another must pass its value on (a default of 1 once shrank the GPU copy grids to one
+     * block per destination).
      */
-    default int concurrentBlocks() {
-        return 1;
-    }
+    int concurrentBlocks();
 
     /** Waits for every launch made so far; a no-op where launches are synchronous. */
     default void synchronize() {

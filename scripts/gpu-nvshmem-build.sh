@@ -143,7 +143,7 @@ mode_check() {
   run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -arch="sm_$arch" -I"$inc" -I"$src" -ptx \
     "$src/moe_nvshmem_devfns.cu" -o "$tmp/moe_nvshmem_devfns.ptx"
   local missing=0
-  for fn in mnvd_ptr mnvd_put_signal_warp mnvd_put_signal_block mnvd_put_nbi_warp mnvd_signal_op mnvd_fence \
+  for fn in mnvd_ptr mnvd_put_signal_warp mnvd_put_signal_block mnvd_put_signal_add_block mnvd_put_nbi_warp mnvd_signal_op mnvd_fence \
             mnvd_quiet mnvd_wait_ge; do
     if ! grep -q "^\.visible \.func.* $fn(" "$tmp/moe_nvshmem_devfns.ptx"; then
       echo "missing exported device function $fn" >&2; missing=1

@@ -34,6 +34,15 @@ __device__ __noinline__ void mnvd_put_signal_block(void* dst, const void* src, u
                                  static_cast<uint64_t>(value), NVSHMEM_SIGNAL_SET, pe);
 }
 
+// The same, adding value to the signal at sig on pe instead of setting it: several blocks that
+// each put part of one message and add their share let the receiver's wait for the total see
+// all parts.
+__device__ __noinline__ void mnvd_put_signal_add_block(void* dst, const void* src, unsigned long long bytes,
+                                                       unsigned long long* sig, unsigned long long value, int pe) {
+    nvshmemx_putmem_signal_block(dst, src, static_cast<size_t>(bytes), reinterpret_cast<uint64_t*>(sig),
+                                 static_cast<uint64_t>(value), NVSHMEM_SIGNAL_ADD, pe);
+}
+
 // Put without a signal by the whole calling warp (non-blocking: complete after mnvd_quiet).
 __device__ __noinline__ void mnvd_put_nbi_warp(void* dst, const void* src, unsigned long long bytes, int pe) {
     nvshmemx_putmem_nbi_warp(dst, src, static_cast<size_t>(bytes), pe);

@@ -46,6 +46,8 @@ public final class GpuTransport implements Transport {
     static final int PUT_THREADS = Integer.getInteger("moecomm.gpu.putThreads", 1024);
     /** Threads of each block of a batched put (system property {@code moecomm.gpu.batchPutThreads}). */
     static final int BATCH_PUT_THREADS = Integer.getInteger("moecomm.gpu.batchPutThreads", 512);
+    /** Most blocks per put of a batch (a power of two). */
+    static final int MAX_CHUNKS = 64;
     private static final Kernel PUT_EACH = new Kernel(TransportKernels.class, "putEach");
     private static final Kernel WAIT_EACH = new Kernel(TransportKernels.class, "waitEach");
     private static final Kernel SIGNAL_EACH = new Kernel(TransportKernels.class, "signalEach");
@@ -165,8 +167,21 @@ public final class GpuTransport implements Transport {
         }
         Buf table = batchTables.computeIfAbsent(batch, b -> putTable(batch));
         exec.enter();
-        runner.launch(PUT_EACH, Grid.of(batch.puts().size(), BATCH_PUT_THREADS), batch.src(), sym(batch.dst()).local(),
-                batch.countBuf(), sym(batch.signals()).local(), table, batch.bytesPerCount(), signalBase);
+        int puts = batch.puts().size();
+        runner.launch(PUT_EACH, Grid.of(puts, chunksPerPut(puts), BATCH_PUT_THREADS), batch.src(),
+                sym(batch.dst()).local(), batch.countBuf(), sym(batch.signals()).local(), table, batch.bytesPerCount(),
+                signalBase);
+    }
+
+    /**
+     * Blocks that share one put of a batch of {@code puts}: about the device's streaming
+     * multiprocessors in all, a power of two of at most {@value #MAX_CHUNKS} (what
+     * {@link TransportKernels#putEach} requires). A put of megabytes by one block moves a few
+     * tens of GB/s; small messages use one block of theirs anyway.
+     */
+    private int chunksPerPut(int puts) {
+        int wanted = Math.max(1, Math.min(MAX_CHUNKS, runner.concurrentBlocks() / puts));
+        return Integer.highestOneBit(wanted);
     }
 
     /** All waits of the batch in one single-block launch of {@link TransportKernels#waitEach}. */

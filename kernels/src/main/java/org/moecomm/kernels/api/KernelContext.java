@@ -86,6 +86,13 @@ public interface KernelContext {
      */
     void putSignalBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe);
 
+    /**
+     * Like {@link #putSignalBlock}, but adds {@code value} to {@code pe}'s signal word: several
+     * blocks that each put a part of one message and add their share let a wait for the total
+     * see every part.
+     */
+    void putSignalAddBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe);
+
     /** One thread: atomically sets {@code pe}'s copy of the symmetric signal word {@code signal} to {@code value}. */
     void signalSet(Buf signal, long value, int pe);
 

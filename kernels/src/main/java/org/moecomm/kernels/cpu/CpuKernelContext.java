@@ -110,17 +110,31 @@ final class CpuKernelContext implements KernelContext {
 
     @Override
     public void putSignalBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe) {
-        PeerMemory peers = peers("putSignalBlock");
+        putSignal("putSignalBlock", dst, src, bytes, signal, value, pe, false);
+    }
+
+    @Override
+    public void putSignalAddBlock(Buf dst, Buf src, long bytes, Buf signal, long value, int pe) {
+        putSignal("putSignalAddBlock", dst, src, bytes, signal, value, pe, true);
+    }
+
+    private void putSignal(String call, Buf dst, Buf src, long bytes, Buf signal, long value, int pe, boolean add) {
+        PeerMemory peers = peers(call);
         // Block-collective, like the GPU's: everyone arrives, one thread moves the bytes and then
         // publishes the signal (release), everyone leaves.
         block.barrier(thread);
         if (thread == 0) {
             if (bytes < 0 || bytes > src.byteSize() || bytes > dst.byteSize()) {
-                throw new IllegalArgumentException("putSignalBlock of " + bytes + " bytes from " + src + " to " + dst);
+                throw new IllegalArgumentException(call + " of " + bytes + " bytes from " + src + " to " + dst);
             }
             Buf remote = peers.onPeer(dst, pe);
             MemorySegment.copy(src.segment(), 0, remote.segment(), 0, bytes);
-            SEGMENT_LONG.setRelease(peers.onPeer(signal, pe).segment(), 0L, value);
+            MemorySegment word = peers.onPeer(signal, pe).segment();
+            if (add) {
+                SEGMENT_LONG.getAndAddRelease(word, 0L, value);
+            } else {
+                SEGMENT_LONG.setRelease(word, 0L, value);
+            }
         }
         block.barrier(thread);
     }

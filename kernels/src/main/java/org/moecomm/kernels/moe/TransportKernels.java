@@ -24,7 +24,17 @@ public final class TransportKernels {
     public static final int PUT_PEER = 4;
     /** Most bytes the put may move (room in the source and at the destination). */
     public static final int PUT_MAX_BYTES = 5;
-    public static final int PUT_COLUMNS = 6;
+    /**
+     * Written by the kernel: the value this put left in the destination's signal word (0 before
+     * the first round; the word is written by this put only).
+     */
+    public static final int PUT_LEFT = 6;
+    public static final int PUT_COLUMNS = 7;
+
+    /** How much a signal grows from one round to the next: rounds are the high 32 bits. */
+    public static final long ROUND_STEP = 1L << 32;
+    /** Fewest bytes a chunk of a put carries (smaller puts use fewer of the grid's chunk blocks). */
+    public static final long MIN_CHUNK_BYTES = 64 * 1024;
 
     /** Wait table columns: index of the signal word in {@code signals}. */
     public static final int WAIT_SIGNAL_INDEX = 0;
@@ -38,11 +48,18 @@ public final class TransportKernels {
     }
 
     /**
-     * Grid of one block per put: block {@code i} reads its count from {@code counts}, copies
-     * {@code count * bytesPerCount} bytes from {@code src} to the destination's {@code dst} and
-     * sets the destination's signal word to {@code signalBase + count} (after the data). A count
-     * that is negative or does not fit sends nothing, not even the signal, so the destination's
-     * bounded wait runs out and names this rank.
+     * Grid {@code puts x chunks} ({@code chunks} a power of two, at most 64): put {@code i} reads
+     * its count from {@code counts} and moves {@code count * bytesPerCount} bytes from {@code src}
+     * to the destination's {@code dst}, split over as many of its {@code chunks} blocks as carry
+     * at least {@link #MIN_CHUNK_BYTES} each (one block for a small message). The destination's
+     * signal word ends at {@code signalBase + count}, after all the data: every block adds its
+     * share with its part ({@code putSignalAddBlock}). Shares of a round: each block but the first
+     * adds {@code ROUND_STEP / chunks}, the first the rest; until all have arrived the word stays
+     * below {@code signalBase}, since counts are below {@code ROUND_STEP / chunks}. Requires one
+     * batch per signal word and one issue per round (so the word grows by one round each time).
+     *
+     * <p>A count that is negative or does not fit sends nothing, not even the signal, so the
+     * destination's bounded wait runs out and names this rank.
      */
     public static void putEach(KernelContext ctx, Buf src, Buf dst, Buf counts, Buf signals, Buf table,
                                long bytesPerCount, long signalBase) {
@@ -50,12 +67,28 @@ public final class TransportKernels {
         int count = counts.getInt(table.getLong(row + PUT_COUNT_INDEX));
         long bytes = count * bytesPerCount;
         if (count < 0 || bytes > table.getLong(row + PUT_MAX_BYTES)) {
-            return; // the same for every thread of the block: no collective call is split
+            return; // the same for every block of the put: no collective call is split
         }
-        ctx.putSignalBlock(dst.slice(table.getLong(row + PUT_DST_OFFSET), bytes),
-                src.slice(table.getLong(row + PUT_SRC_OFFSET), bytes), bytes,
-                signals.slice(8 * table.getLong(row + PUT_SIGNAL_INDEX), 8), signalBase + count,
+        int chunks = ctx.numGroupsY();
+        int chunk = ctx.groupIdy();
+        int active = (int) Math.max(1, Math.min(chunks, bytes / MIN_CHUNK_BYTES));
+        if (chunk >= active) {
+            return;
+        }
+        long step = ROUND_STEP / chunks;
+        long target = signalBase + count;
+        long left = table.getLong(row + PUT_LEFT);
+        long share = chunk == 0 ? target - left - (active - 1) * step : step;
+        long chunkBytes = ((bytes + active - 1) / active + 15) & ~15L;
+        long begin = Math.min(bytes, chunk * chunkBytes);
+        long length = Math.min(chunkBytes, bytes - begin);
+        ctx.putSignalAddBlock(dst.slice(table.getLong(row + PUT_DST_OFFSET) + begin, length),
+                src.slice(table.getLong(row + PUT_SRC_OFFSET) + begin, length), length,
+                signals.slice(8 * table.getLong(row + PUT_SIGNAL_INDEX), 8), share,
                 (int) table.getLong(row + PUT_PEER));
+        if (chunk == 0 && ctx.localIdx() == 0) {
+            table.setLong(row + PUT_LEFT, target);
+        }
     }
 
     /**

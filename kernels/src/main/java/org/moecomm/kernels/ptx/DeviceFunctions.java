@@ -43,6 +43,9 @@ final class DeviceFunctions {
     /** void mnvd_put_signal_block(void* dst, const void* src, u64 bytes, u64* sig, u64 value, int pe) */
     static final Function PUT_SIGNAL_BLOCK = new Function("mnvd_put_signal_block", null,
             List.of("b64", "b64", "b64", "b64", "b64", "b32"));
+    /** void mnvd_put_signal_add_block(void* dst, const void* src, u64 bytes, u64* sig, u64 value, int pe) */
+    static final Function PUT_SIGNAL_ADD_BLOCK = new Function("mnvd_put_signal_add_block", null,
+            List.of("b64", "b64", "b64", "b64", "b64", "b32"));
     /** void mnvd_signal_op(u64* sig, u64 value, int op, int pe) */
     static final Function SIGNAL_OP = new Function("mnvd_signal_op", null, List.of("b64", "b64", "b32", "b32"));
     /** int mnvd_wait_ge(const u64* sig, u64 value, u64 timeout_ns, void* err_ctx, int rank, int peer, int tag): 0 arrived, 1 ran out */

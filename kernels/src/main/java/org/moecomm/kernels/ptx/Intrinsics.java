@@ -189,6 +189,9 @@ final class Intrinsics {
         def(CTX, "putSignalBlock", "(" + B + B + "J" + B + "JI)V", c -> DeviceFunctions.call(c.f(),
                 DeviceFunctions.PUT_SIGNAL_BLOCK, List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5), c.arg(6)),
                 true, true, false, true));
+        def(CTX, "putSignalAddBlock", "(" + B + B + "J" + B + "JI)V", c -> DeviceFunctions.call(c.f(),
+                DeviceFunctions.PUT_SIGNAL_ADD_BLOCK, List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5),
+                        c.arg(6)), true, true, false, true));
         def(CTX, "signalSet", "(" + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.SIGNAL_OP,
                 List.of(c.arg(1), c.arg(2), String.valueOf(DeviceFunctions.SIGNAL_SET), c.arg(3)), true));
         def(CTX, "signalAdd", "(" + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.SIGNAL_OP,

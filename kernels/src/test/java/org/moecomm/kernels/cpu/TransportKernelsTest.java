@@ -40,9 +40,13 @@ class TransportKernelsTest {
     }
 
     private static void allRanks(IntConsumer rank) throws InterruptedException {
-        try (var pool = Executors.newFixedThreadPool(WORLD)) {
+        allRanks(WORLD, rank);
+    }
+
+    private static void allRanks(int world, IntConsumer rank) throws InterruptedException {
+        try (var pool = Executors.newFixedThreadPool(world)) {
             List<Future<?>> f = new ArrayList<>();
-            for (int r = 0; r < WORLD; r++) {
+            for (int r = 0; r < world; r++) {
                 int me = r;
                 f.add(pool.submit(() -> rank.accept(me)));
             }
@@ -132,6 +136,69 @@ class TransportKernelsTest {
                     }
                 }
                 assertEquals(40L + 41 + 42, signals[r].getLong(WORLD), "added signal at rank " + r);
+            }
+        });
+    }
+
+    /**
+     * Puts of megabytes split over 4 blocks each: over rounds with growing and shrinking counts
+     * every byte arrives and every signal word ends at exactly {@code round << 32 | count}.
+     */
+    @Test
+    void chunkedPutsEndAtTheSignalOfTheRound() {
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+            int world = 2;
+            long row = 4096;
+            int maxRows = 256;
+            long region = row * maxRows;
+            TestPeerMemory heap = new TestPeerMemory(world, arena);
+            Buf[] recv = heap.allocate(world * region);
+            Buf[] signals = heap.allocate(8L * world);
+            Buf[] send = new Buf[world];
+            Buf[] counts = new Buf[world];
+            Buf[] tables = new Buf[world];
+            Random random = new Random(9);
+            for (int r = 0; r < world; r++) {
+                send[r] = Buf.allocate(arena, world * region);
+                for (long i = 0; i < world * region; i += 8) {
+                    send[r].setLong(i / 8, random.nextLong());
+                }
+                counts[r] = Buf.allocate(arena, 4L * world);
+                long[] table = new long[world * TransportKernels.PUT_COLUMNS];
+                for (int d = 0; d < world; d++) {
+                    int at = d * TransportKernels.PUT_COLUMNS;
+                    table[at + TransportKernels.PUT_SRC_OFFSET] = d * region;
+                    table[at + TransportKernels.PUT_DST_OFFSET] = r * region;
+                    table[at + TransportKernels.PUT_COUNT_INDEX] = d;
+                    table[at + TransportKernels.PUT_SIGNAL_INDEX] = r;
+                    table[at + TransportKernels.PUT_PEER] = d;
+                    table[at + TransportKernels.PUT_MAX_BYTES] = region;
+                }
+                tables[r] = longs(table);
+            }
+            int[] rowsPerRound = {256, 3, 0, 100, 255};
+            for (int round = 1; round <= rowsPerRound.length; round++) {
+                long base = (long) round << 32;
+                int rows = rowsPerRound[round - 1];
+                for (int r = 0; r < world; r++) {
+                    recv[r].segment().fill((byte) 0x5A);
+                    for (int d = 0; d < world; d++) {
+                        counts[r].setInt(d, Math.max(0, rows - d));
+                    }
+                }
+                allRanks(world, r -> new CpuKernelRunner(4, heap.rank(r)).launch(PUT_EACH, Grid.of(world, 4, 32),
+                        send[r], recv[r], counts[r], signals[r], tables[r], row, base));
+                for (int r = 0; r < world; r++) {
+                    for (int s = 0; s < world; s++) {
+                        int sent = Math.max(0, rows - r);
+                        assertEquals(base + sent, signals[r].getLong(s), "round " + round + ": signal " + s + " at " + r);
+                        for (long i = 0; i < region; i += 8) {
+                            long want = i < sent * row ? send[s].getLong((r * region + i) / 8) : 0x5A5A5A5A5A5A5A5AL;
+                            assertEquals(want, recv[r].getLong((s * region + i) / 8), "round " + round + " rank " + r
+                                    + " region " + s + " byte " + i);
+                        }
+                    }
+                }
             }
         });
     }

@@ -61,7 +61,8 @@ class DeviceFunctionCallsTest {
     @Test
     void declarationsMatchTheBridgeSource() throws IOException {
         String source = Files.readString(DEVFNS);
-        for (DeviceFunctions.Function fn : List.of(DeviceFunctions.PUT_SIGNAL_BLOCK, DeviceFunctions.SIGNAL_OP,
+        for (DeviceFunctions.Function fn : List.of(DeviceFunctions.PUT_SIGNAL_BLOCK,
+                DeviceFunctions.PUT_SIGNAL_ADD_BLOCK, DeviceFunctions.SIGNAL_OP,
                 DeviceFunctions.WAIT_GE)) {
             Matcher m = Pattern.compile("__device__ __noinline__ (\\w+\\*?) " + fn.name() + "\\(([^)]*)\\)").matcher(source);
             assertTrue(m.find(), fn.name() + " is not defined in " + DEVFNS);

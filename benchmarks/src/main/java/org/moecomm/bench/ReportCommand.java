@@ -110,12 +110,15 @@ final class ReportCommand implements Callable<Integer> {
         return s.toString();
     }
 
-    private String phaseTable(Path file) throws IOException {
+    String phaseTable(Path file) throws IOException {
         StringBuilder s = new StringBuilder();
         s.append("\nDispatch and combine per phase on the GPU backend (`").append(file.getFileName())
-                .append("`; median us, slowest rank per round):\n\n| preset | W | mode | tokens/rank | dispatch send |"
-                        + " dispatch recv | dispatch | combine send | combine recv | combine | verified |\n"
-                        + "|---|---|---|---|---|---|---|---|---|---|---|\n");
+                .append("`; median us, slowest rank per round):\n\n| preset | W | mode | tokens/rank |");
+        // one column per phase, named and ordered as Phases.KEYS
+        for (String name : Phases.NAMES) {
+            s.append(' ').append(name).append(" |");
+        }
+        s.append(" verified |\n|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
         for (String line : Files.readAllLines(file)) {
             if (line.isBlank()) {
                 continue;

@@ -60,6 +60,24 @@ class TransportKernelsTest {
         }
     }
 
+    /**
+     * The put table of rank {@code r} in an all-to-all exchange: put d moves region d of the send
+     * buffer to region r of rank d's receive buffer, count d, signal word r.
+     */
+    private Buf exchangeTable(int r, int world, long region) {
+        long[] table = new long[world * TransportKernels.PUT_COLUMNS];
+        for (int d = 0; d < world; d++) {
+            int at = d * TransportKernels.PUT_COLUMNS;
+            table[at + TransportKernels.PUT_SRC_OFFSET] = d * region;
+            table[at + TransportKernels.PUT_DST_OFFSET] = r * region;
+            table[at + TransportKernels.PUT_COUNT_INDEX] = d;
+            table[at + TransportKernels.PUT_SIGNAL_INDEX] = r;
+            table[at + TransportKernels.PUT_PEER] = d;
+            table[at + TransportKernels.PUT_MAX_BYTES] = region;
+        }
+        return longs(table);
+    }
+
     private Buf longs(long... values) {
         Buf b = Buf.allocate(arena, 8L * values.length);
         for (int i = 0; i < values.length; i++) {
@@ -99,17 +117,8 @@ class TransportKernelsTest {
             long base = 3L << 32;
             allRanks(r -> {
                 CpuKernelRunner runner = new CpuKernelRunner(2, heap.rank(r));
-                long[] table = new long[WORLD * TransportKernels.PUT_COLUMNS];
-                for (int d = 0; d < WORLD; d++) {
-                    int row = d * TransportKernels.PUT_COLUMNS;
-                    table[row + TransportKernels.PUT_SRC_OFFSET] = d * REGION;
-                    table[row + TransportKernels.PUT_DST_OFFSET] = r * REGION;
-                    table[row + TransportKernels.PUT_COUNT_INDEX] = d;
-                    table[row + TransportKernels.PUT_SIGNAL_INDEX] = r;
-                    table[row + TransportKernels.PUT_PEER] = d;
-                    table[row + TransportKernels.PUT_MAX_BYTES] = REGION;
-                }
-                runner.launch(PUT_EACH, Grid.of(WORLD, 64), send[r], recv[r], counts[r], signals[r], longs(table), ROW, base);
+                runner.launch(PUT_EACH, Grid.of(WORLD, 64), send[r], recv[r], counts[r], signals[r],
+                        exchangeTable(r, WORLD, REGION), ROW, base);
                 if (r != 1) { // rank 1 would wait in vain for rank 2
                     long[] waits = new long[WORLD * TransportKernels.WAIT_COLUMNS];
                     for (int s = 0; s < WORLD; s++) {
@@ -164,17 +173,7 @@ class TransportKernelsTest {
                     send[r].setLong(i / 8, random.nextLong());
                 }
                 counts[r] = Buf.allocate(arena, 4L * world);
-                long[] table = new long[world * TransportKernels.PUT_COLUMNS];
-                for (int d = 0; d < world; d++) {
-                    int at = d * TransportKernels.PUT_COLUMNS;
-                    table[at + TransportKernels.PUT_SRC_OFFSET] = d * region;
-                    table[at + TransportKernels.PUT_DST_OFFSET] = r * region;
-                    table[at + TransportKernels.PUT_COUNT_INDEX] = d;
-                    table[at + TransportKernels.PUT_SIGNAL_INDEX] = r;
-                    table[at + TransportKernels.PUT_PEER] = d;
-                    table[at + TransportKernels.PUT_MAX_BYTES] = region;
-                }
-                tables[r] = longs(table);
+                tables[r] = exchangeTable(r, world, region);
             }
             int[] rowsPerRound = {256, 3, 0, 100, 255};
             for (int round = 1; round <= rowsPerRound.length; round++) {

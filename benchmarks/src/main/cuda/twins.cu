@@ -44,10 +44,11 @@ __device__ __forceinline__ void store_from_float(void* p, long i, int dtype, flo
 
 }  // namespace
 
-extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, const int* numTokens,
-                                     uint8_t* dispatchSend, int* sendRows, int* pairLocation, int xBytes,
-                                     int scalesPerToken, int topK, int expertsPerRank, int groupSize, int member,
-                                     int rowBytes, int maxTokens, int pairsPerRegion) {
+extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, int* numTokens,
+                                     uint8_t* dispatchSend, int* sendRows, int* pairLocation, int* idReport,
+                                     int xBytes, int scalesPerToken, int topK, int expertsPerRank, int groupSize,
+                                     int member, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
+                                     int checkIds) {
   __shared__ int scanRows[2 * kMaxThreads];
   __shared__ int scanPairs[2 * kMaxThreads];
   __shared__ int rowToken[kMaxThreads];
@@ -56,7 +57,21 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int first = dest * expertsPerRank, numExperts = gridDim.x * expertsPerRank;
-  const int m = clampi(numTokens[0], 0, maxTokens);
+  const int m = fixedTokens >= 0 ? min(fixedTokens, maxTokens) : clampi(numTokens[0], 0, maxTokens);
+  if (fixedTokens >= 0 && dest == 0 && blockIdx.y == 0 && tid == 0) numTokens[0] = m;
+  if (checkIds) {
+    const long ids = long(m) * topK, stride = long(gridDim.x) * gridDim.y * threads;
+    for (long i = (long(blockIdx.y) * gridDim.x + dest) * threads + tid; i < ids; i += stride) {
+      const int id = indices[i];
+      if ((id < -1 || id >= numExperts) && atomicCAS(&idReport[0], 0, 1) == 0) {
+        idReport[1] = int(i / topK);
+        idReport[2] = int(i % topK);
+        idReport[3] = id;
+        __threadfence();
+        idReport[4] = 1;
+      }
+    }
+  }
   const long regionRow = long(dest / groupSize) * maxTokens;
   const bool serves = dest % groupSize == member;
   const bool leader = blockIdx.y == 0;  // the y blocks of a destination share the copies

@@ -42,7 +42,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel SCATTER = new Kernel(MoeKernels.class, "scatter");
     static final Kernel GATHER = new Kernel(MoeKernels.class, "gather");
     static final Kernel REDUCE = new Kernel(MoeKernels.class, "reduce");
-    static final Kernel CHECK_EXPERT_IDS = new Kernel(MoeKernels.class, "checkExpertIds");
 
     /** Threads per block of every MoE kernel. */
     static final int THREADS = MoeKernels.THREADS;
@@ -215,19 +214,15 @@ public final class AllToAllProtocol implements MoeAllToAll {
             round++;
             m = count;
             countBuf = counts;
-            if (in.count() instanceof TokenCount.Fixed) {
-                writeInt(numTokens, count);
-            }
             int s = config.scalesPerToken();
-            if (idReport != null) {
-                runner.launch(CHECK_EXPERT_IDS, Grid.of(1, THREADS), in.indices().buf(), countBuf, idReport,
-                        config.topK(), config.numExperts(), config.maxTokensPerRank());
-            }
+            // pack writes a host-known m into numTokens itself and checks the ids where the host
+            // does not: one launch, no copy from the host
+            int fixedTokens = in.count() instanceof TokenCount.Fixed ? count : -1;
             runner.launch(PACK, Grid.of(config.worldSize(), blocksPer(config.worldSize()), THREADS), in.x().buf(),
                     in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf,
-                    dispatchSend.local(), sendRows, pairLocation, layout.xBytes(), s, config.topK(),
-                    config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
-                    config.maxTokensPerRank(), layout.pairsPerRegion());
+                    dispatchSend.local(), sendRows, pairLocation, idReport != null ? idReport : dummy, layout.xBytes(),
+                    s, config.topK(), config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
+                    config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens, idReport != null ? 1 : 0);
             long t2 = System.nanoTime();
             transport.putWithSignal(dispatchPuts, BufferLayout.signalValue(round, 0));
             long t3 = System.nanoTime();
@@ -397,14 +392,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
             throw e;
         }
         phase = from.next();
-    }
-
-    private void writeInt(Buf buf, int value) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment host = arena.allocate(4);
-            host.set(ValueLayout.JAVA_INT, 0, value);
-            memory.copyFromHost(host, buf, 0);
-        }
     }
 
     /** Debug only: sums {@code n} int32 of a device buffer (a synchronising copy on a GPU). */

@@ -23,7 +23,7 @@ import org.moecomm.core.TokenCount;
  * the first m tokens. The config's {@link ExpertIdCheck} says where the ids are checked: here,
  * before any work, or (by default where host reads would wait for the device, see
  * {@link DeviceMemory#hostReadsSynchronize()}) on the device by the protocol
- * ({@code MoeKernels.checkExpertIds}), which raises a bad id at its next call.
+ * ({@code MoeKernels.pack} with {@code checkIds}), which raises a bad id at its next call.
  */
 public final class Validator {
     private final MoeConfig config;

@@ -56,20 +56,37 @@ public final class MoeKernels {
      * {@code pairLocation} and {@code sendRows}. One block per destination would leave most of a
      * large GPU idle, since a destination's rows are megabytes.
      *
-     * @param numTokens int32 {@code [1]}: m, the valid tokens; clamped to {@code [0, maxTokens]}
+     * <p>Two duties that save dispatch a launch each (they cost next to nothing here): with
+     * {@code fixedTokens >= 0} that is m (the host knows it) and block (0, 0) writes it to
+     * {@code numTokens} for the kernels after pack, so no copy from the host is needed; with
+     * {@code checkIds != 0} the grid checks the ids of the m tokens on the device (see
+     * {@link #reportBadIds}).
+     *
+     * @param numTokens int32 {@code [1]}: m, the valid tokens, clamped to {@code [0, maxTokens]};
+     *                  written when {@code fixedTokens >= 0}
+     * @param idReport  int32 {@code [REPORT_INTS]}, zeroed once: the first bad id, when {@code checkIds != 0}
      * @param pairsPerRegion {@code M*Kd}: pair rows of one source's region of the combine buffers
+     * @param fixedTokens m, or -1 to read it from {@code numTokens}
      */
     public static void pack(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
-                            Buf sendRows, Buf pairLocation, int xBytes, int scalesPerToken, int topK,
+                            Buf sendRows, Buf pairLocation, Buf idReport, int xBytes, int scalesPerToken, int topK,
                             int expertsPerRank, int groupSize, int member, int rowBytes, int maxTokens,
-                            int pairsPerRegion) {
+                            int pairsPerRegion, int fixedTokens, int checkIds) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
         boolean leader = ctx.groupIdy() == 0;
         int firstExpert = dest * expertsPerRank;
         int numExperts = ctx.numGroupsX() * expertsPerRank;
-        int m = clamp(numTokens.getInt(0), 0, maxTokens);
+        int m = fixedTokens >= 0 ? min(fixedTokens, maxTokens) : clamp(numTokens.getInt(0), 0, maxTokens);
+        if (fixedTokens >= 0 && dest == 0 && leader && tid == 0) {
+            numTokens.setInt(0, m);
+        }
+        if (checkIds != 0) {
+            long first = ((long) ctx.groupIdy() * ctx.numGroupsX() + dest) * threads + tid;
+            long stride = (long) ctx.numGroupsX() * ctx.numGroupsY() * threads;
+            reportBadIds(ctx, indices, (long) m * topK, topK, numExperts, idReport, first, stride);
+        }
         long regionRow = (long) (dest / groupSize) * maxTokens;
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
@@ -142,7 +159,7 @@ public final class MoeKernels {
         }
     }
 
-    /** Slots of {@link #checkExpertIds}'s report (int32): the claim, token, slot, id, and the flag set last. */
+    /** Slots of pack's id report (int32): the claim, token, slot, id, and the flag set last. */
     public static final int REPORT_TOKEN = 1;
     public static final int REPORT_SLOT = 2;
     public static final int REPORT_ID = 3;
@@ -150,18 +167,14 @@ public final class MoeKernels {
     public static final int REPORT_INTS = 5;
 
     /**
-     * Dispatch's input check on the device, where reading the ids on the host would wait for the
-     * device: any grid. Finds expert ids of the first m tokens outside {@code [-1, numExperts)};
-     * the first thread to find one claims {@code report[0]}, writes token, slot and id, then sets
-     * {@code report[REPORT_FLAG]} to 1. ({@link #pack} skips such ids, so the round itself runs
-     * to its end.)
-     *
-     * @param numTokens int32 {@code [1]}: m, clamped to {@code [0, maxTokens]}
+     * Ids {@code first, first + stride, ...} below {@code ids} (of {@code m * topK}) are checked
+     * against {@code [-1, numExperts)}; the first thread to find one outside claims
+     * {@code report[0]}, writes token, slot and id, then sets {@code report[REPORT_FLAG]} to 1
+     * (the host reads the flag first; pack skips such ids, so the round still runs to its end).
      */
-    public static void checkExpertIds(KernelContext ctx, Buf indices, Buf numTokens, Buf report, int topK,
-                                      int numExperts, int maxTokens) {
-        long ids = (long) clamp(numTokens.getInt(0), 0, maxTokens) * topK;
-        for (long i = ctx.globalIdx(); i < ids; i += ctx.globalGroupSizeX()) {
+    private static void reportBadIds(KernelContext ctx, Buf indices, long ids, int topK, int numExperts, Buf report,
+                                     long first, long stride) {
+        for (long i = first; i < ids; i += stride) {
             int id = indices.getInt(i);
             if ((id < -1 || id >= numExperts) && ctx.atomicCas(report, 0, 0, 1) == 0) {
                 report.setInt(REPORT_TOKEN, (int) (i / topK));

@@ -217,17 +217,24 @@ class MoeKernelsTest {
     }
 
     /** pack's outputs on one rank. */
-    record PackOut(Buf dispatchSend, Buf sendRows, Buf pairLocation) {
+    record PackOut(Buf dispatchSend, Buf sendRows, Buf pairLocation, Buf numTokens, Buf idReport) {
     }
 
-    private PackOut runPack(Cfg c, Tokens tk, int member, int numTokens, int threads) {
+    /** pack with the ids checked, m in a buffer (or, with {@code fixed}, given as an int and the buffer poisoned). */
+    private PackOut runPack(Cfg c, Tokens tk, int member, int numTokens, int threads, boolean fixed) {
         Buf send = poisoned((long) c.ng() * c.m() * c.rowBytes(), POISON);
         Buf sendRows = poisoned(4L * c.ng(), POISON);
         Buf pairLocation = poisoned(4L * c.m() * c.k(), LOCATION_POISON);
+        Buf count = fixed ? poisoned(4, POISON) : ints(new int[] {numTokens});
+        Buf report = buf(4L * MoeKernels.REPORT_INTS);
         runner.launch(PACK, Grid.of(c.w(), blocksY, threads), bytes(tk.x()), floats(tk.scales()), ints(tk.indices()),
-                ints(new int[] {numTokens}), send, sendRows, pairLocation, c.xBytes(), c.s(), c.k(), c.l(), c.g(),
-                member, c.rowBytes(), c.m(), c.maxPairs());
-        return new PackOut(send, sendRows, pairLocation);
+                count, send, sendRows, pairLocation, report, c.xBytes(), c.s(), c.k(), c.l(), c.g(), member,
+                c.rowBytes(), c.m(), c.maxPairs(), fixed ? numTokens : -1, 1);
+        return new PackOut(send, sendRows, pairLocation, count, report);
+    }
+
+    private PackOut runPack(Cfg c, Tokens tk, int member, int numTokens, int threads) {
+        return runPack(c, tk, member, numTokens, threads, false);
     }
 
     private void checkPack(Cfg c, Tokens tk, int member, PackOut out) {
@@ -275,9 +282,16 @@ class MoeKernelsTest {
         Cfg c = new Cfg(w, g, l, k, h, m, fp8);
         Tokens tk = randomTokens(c, count, new SplittableRandom(w * 1000 + m));
         int[] reference = null;
+        boolean fixed = (w + m + threads) % 2 == 0; // both ways of passing m across the cases
         for (int member = 0; member < g; member++) {
-            PackOut out = runPack(c, tk, member, count, threads);
+            PackOut out = runPack(c, tk, member, count, threads, fixed);
             checkPack(c, tk, member, out);
+            for (int i = 0; i < MoeKernels.REPORT_INTS; i++) {
+                assertEquals(0, out.idReport().getInt(i), "valid ids, yet the report has slot " + i + " set");
+            }
+            if (fixed) {
+                assertEquals(Math.min(count, m), out.numTokens().getInt(0), "pack writes the m it was given");
+            }
             int[] loc = new int[c.m() * c.k()];
             MemorySegment.copy(out.pairLocation().segment(), ValueLayout.JAVA_INT_UNALIGNED, 0, loc, 0, loc.length);
             if (reference == null) {
@@ -303,6 +317,27 @@ class MoeKernelsTest {
         checkPack(c, tk, 0, out);
         assertEquals(0, out.sendRows().getInt(0));
         assertEquals(19, out.sendRows().getInt(1));
+    }
+
+    /** A bad id is reported once, with its token, slot and value, and pack still numbers the good ones. */
+    @Test
+    void packReportsABadExpertId() {
+        Cfg c = new Cfg(4, 1, 4, 3, 32, 40, false);
+        Tokens tk = randomTokens(c, 40, new SplittableRandom(21));
+        int bad = c.w() * c.l() + 5;
+        tk.indices()[17 * c.k() + 2] = bad;
+        blocksY = 3;
+        PackOut out = runPack(c, tk, 0, 40, 64, true);
+        assertEquals(17, out.idReport().getInt(MoeKernels.REPORT_TOKEN));
+        assertEquals(2, out.idReport().getInt(MoeKernels.REPORT_SLOT));
+        assertEquals(bad, out.idReport().getInt(MoeKernels.REPORT_ID));
+        assertEquals(1, out.idReport().getInt(MoeKernels.REPORT_FLAG));
+        assertEquals(-1, out.pairLocation().getInt(17 * c.k() + 2), "a bad id routes nowhere");
+        // ids beyond m are not checked
+        tk.indices()[17 * c.k() + 2] = 0;
+        tk.indices()[39 * c.k()] = bad;
+        PackOut first = runPack(c, tk, 0, 39, 64, false);
+        assertEquals(0, first.idReport().getInt(MoeKernels.REPORT_FLAG));
     }
 
     // ---- scatter ----
@@ -663,7 +698,7 @@ class MoeKernelsTest {
 
     @Test
     void kernelsHaveTheDocumentedSignatures() {
-        assertEquals(17, PACK.method().getParameterCount());
+        assertEquals(20, PACK.method().getParameterCount());
         assertEquals(15, SCATTER.method().getParameterCount());
         assertEquals(7, GATHER.method().getParameterCount());
         assertEquals(10, REDUCE.method().getParameterCount());

@@ -69,7 +69,6 @@ class MoeKernelsGpuTest {
         all.addAll(scatterCases());
         all.addAll(gatherCases());
         all.addAll(reduceCases());
-        all.addAll(checkCases());
         return all;
     }
 
@@ -83,10 +82,21 @@ class MoeKernelsGpuTest {
                 packCase(new Cfg(4, 2, 4, 4, 256, 50, false), 37, 1, T, 1),
                 packCase(new Cfg(8, 1, 2, 6, 512, 300, true), 290, 0, T, 2),
                 packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 0, 96, 3),
-                packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 0, 0, T, 4));
+                packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 0, 0, T, 4),
+                packCase(new Cfg(4, 1, 8, 4, 256, 64, false), 50, 0, T, 5, 33 * 4 + 1, true),
+                packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 1, 96, 6, 69 * 8 + 7, false));
     }
 
     private static KernelCase packCase(Cfg c, int m, int member, int threads, long seed) {
+        return packCase(c, m, member, threads, seed, -1, seed % 2 == 0);
+    }
+
+    /**
+     * pack with the ids checked: valid ids but, when {@code badAt >= 0}, one out of range there
+     * (the report is then the same whichever thread finds it); m given as an int when
+     * {@code fixed} (the count buffer starts poisoned and pack writes m into it).
+     */
+    private static KernelCase packCase(Cfg c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
         SplittableRandom r = new SplittableRandom(seed);
         int[] indices = new int[c.m() * c.k()];
         for (int t = 0; t < c.m(); t++) {
@@ -95,20 +105,25 @@ class MoeKernelsGpuTest {
                 indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
             }
         }
+        if (badAt >= 0) {
+            indices[badAt] = c.e() + 3;
+        }
         float[] scales = new float[Math.max(1, c.m() * c.s())];
         for (int i = 0; i < scales.length; i++) {
             scales[i] = (float) (0.5 + 1.5 * r.nextDouble());
         }
-        return KernelCase.of(MoeKernels.class, "pack", Grid.of(c.w(), threads)).label(c + " m=" + m)
+        KernelCase k = KernelCase.of(MoeKernels.class, "pack", Grid.of(c.w(), threads))
+                .label(c + " m=" + m + (fixed ? " (m as an int)" : "") + (badAt >= 0 ? " bad id at " + badAt : ""))
                 .buf("x", TestData.bytes(c.m() * c.xBytes(), seed * 31))
                 .floats("xScale", scales)
-                .ints("indices", indices)
-                .ints("numTokens", m)
-                .out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())
+                .ints("indices", indices);
+        k = fixed ? k.out("numTokens", 4) : k.ints("numTokens", m);
+        return k.out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())
                 .out("sendRows", 4L * c.ng())
                 .out("pairLocation", 4L * c.m() * c.k())
+                .ints("idReport", new int[MoeKernels.REPORT_INTS])
                 .arg(c.xBytes()).arg(c.s()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes())
-                .arg(c.m()).arg(c.maxPairs());
+                .arg(c.m()).arg(c.maxPairs()).arg(fixed ? m : -1).arg(1);
     }
 
     // ---- scatter ----
@@ -239,38 +254,6 @@ class MoeKernelsGpuTest {
                 .ints("expertOrigin", origin)
                 .out("combineSend", (long) destinations * yBytes)
                 .arg(yBytes).arg(cap);
-    }
-
-    // ---- checkExpertIds ----
-
-    @Test
-    void checkExpertIds() {
-        checkCases().forEach(comparison::check);
-    }
-
-    static List<KernelCase> checkCases() {
-        return List.of(checkCase(100, 8, 256, -1, 90, 1), checkCase(100, 8, 256, 517, 256, 2),
-                checkCase(7, 4, 64, 27, -2, 3), checkCase(50, 6, 32, 290, 99, 4));
-    }
-
-    /**
-     * Ids in [-1, e) but one ({@code bad} at flat position {@code badAt}, none when -1); with one
-     * bad id the report is the same whichever thread finds it. The last case puts the bad id
-     * beyond m (the first 40 tokens are checked), where it must not be reported.
-     */
-    private static KernelCase checkCase(int m, int k, int e, int badAt, int bad, long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
-        int[] ids = r.ints((long) m * k, -1, e).toArray();
-        if (badAt >= 0) {
-            ids[badAt] = bad;
-        }
-        int checked = seed == 4 ? 40 : m;
-        return KernelCase.of(MoeKernels.class, "checkExpertIds", Grid.of(2, 128))
-                .label("m=" + checked + " K=" + k + " E=" + e + " bad " + bad + " at " + badAt)
-                .ints("indices", ids)
-                .ints("numTokens", checked)
-                .ints("report", new int[MoeKernels.REPORT_INTS])
-                .arg(k).arg(e).arg(m);
     }
 
     // ---- reduce ----

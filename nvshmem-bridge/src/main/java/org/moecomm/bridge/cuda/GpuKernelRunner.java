@@ -36,7 +36,20 @@ public final class GpuKernelRunner implements KernelRunner {
                           List<DeviceLibrary> libraries) {
     }
 
-    private final java.util.Map<Kernel, int[]> specializedPositions = new java.util.concurrent.ConcurrentHashMap<>();
+    /** A kernel's {@code @Specialize} positions and its latest specialisation (launches mostly repeat it). */
+    private record Specialized(int[] positions, Object[] values, Kernel kernel) {
+        boolean matches(Object[] args) {
+            for (int i = 0; i < positions.length; i++) {
+                int p = positions[i];
+                if (p >= args.length || !values[i].equals(args[p])) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    private final Map<Kernel, Specialized> specialized = new HashMap<>();
     private final CudaContext context;
     private final boolean ownsContext;
     private final CudaStream stream;
@@ -138,8 +151,21 @@ public final class GpuKernelRunner implements KernelRunner {
         if (!kernel.constants().isEmpty()) {
             return kernel;
         }
-        int[] positions = specializedPositions.computeIfAbsent(kernel, Kernel::specializedPositions);
-        return kernel.specializedFor(positions, args);
+        Specialized last = specialized.get(kernel);
+        int[] positions = last != null ? last.positions() : kernel.specializedPositions();
+        if (positions.length == 0 || (last != null && last.matches(args))) {
+            if (last == null) {
+                specialized.put(kernel, new Specialized(positions, new Object[0], kernel));
+            }
+            return last != null ? last.kernel() : kernel;
+        }
+        Kernel k = kernel.specializedFor(positions, args);
+        Object[] values = new Object[positions.length];
+        for (int i = 0; i < positions.length; i++) {
+            values[i] = args[positions[i]];
+        }
+        specialized.put(kernel, new Specialized(positions, values, k));
+        return k;
     }
 
     /** Compiles (once) and loads (once) {@code kernel}; returns its loaded entry. */

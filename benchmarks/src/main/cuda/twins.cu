@@ -42,10 +42,21 @@ __device__ __forceinline__ void store_from_float(void* p, long i, int dtype, flo
   }
 }
 
+// pack's input report: the first caller claims slot 0 with its kind, writes the details, then the flag.
+__device__ __forceinline__ void report_input(int* r, int kind, int token, int slot, int value) {
+  if (atomicCAS(&r[0], 0, kind) == 0) {
+    r[1] = token;
+    r[2] = slot;
+    r[3] = value;
+    __threadfence();
+    r[4] = 1;
+  }
+}
+
 }  // namespace
 
 extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, int* numTokens,
-                                     uint8_t* dispatchSend, int* sendRows, int* pairLocation, int* idReport,
+                                     uint8_t* dispatchSend, int* sendRows, int* pairLocation, int* inputReport,
                                      int xBytes, int scalesPerToken, int topK, int expertsPerRank, int groupSize,
                                      int member, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
                                      int checkIds) {
@@ -57,19 +68,16 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int first = dest * expertsPerRank, numExperts = gridDim.x * expertsPerRank;
-  const int m = fixedTokens >= 0 ? min(fixedTokens, maxTokens) : clampi(numTokens[0], 0, maxTokens);
-  if (fixedTokens >= 0 && dest == 0 && blockIdx.y == 0 && tid == 0) numTokens[0] = m;
+  const int count = fixedTokens >= 0 ? fixedTokens : numTokens[0];
+  const int m = clampi(count, 0, maxTokens);
+  const bool firstThread = dest == 0 && blockIdx.y == 0 && tid == 0;
+  if (fixedTokens >= 0 && firstThread) numTokens[0] = m;
   if (checkIds) {
+    if (m != count && firstThread) report_input(inputReport, 2, -1, -1, count);
     const long ids = long(m) * topK, stride = long(gridDim.x) * gridDim.y * threads;
     for (long i = (long(blockIdx.y) * gridDim.x + dest) * threads + tid; i < ids; i += stride) {
       const int id = indices[i];
-      if ((id < -1 || id >= numExperts) && atomicCAS(&idReport[0], 0, 1) == 0) {
-        idReport[1] = int(i / topK);
-        idReport[2] = int(i % topK);
-        idReport[3] = id;
-        __threadfence();
-        idReport[4] = 1;
-      }
+      if (id < -1 || id >= numExperts) report_input(inputReport, 1, int(i / topK), int(i % topK), id);
     }
   }
   const long regionRow = long(dest / groupSize) * maxTokens;

@@ -19,11 +19,11 @@ import java.util.Set;
  * @param expertOutType    dtype of the expert outputs given to combine: BF16, FP16 or FP32
  * @param outType          dtype of combine's output: BF16 or FP16
  * @param waitTimeout      bound of every wait for a peer; passing it raises {@link WaitTimeoutException}
- * @param expertIdCheck    where dispatch checks the expert ids (default {@link ExpertIdCheck#AUTO})
+ * @param inputCheck    where dispatch checks the expert ids (default {@link InputCheck#AUTO})
  */
 public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidden, int worldSize, int groupSize,
                         DType inType, boolean blockScales, DType expertOutType, DType outType,
-                        Duration waitTimeout, ExpertIdCheck expertIdCheck) {
+                        Duration waitTimeout, InputCheck inputCheck) {
 
     /** Elements covered by one block scale. */
     public static final int SCALE_BLOCK = 128;
@@ -39,7 +39,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         Objects.requireNonNull(expertOutType, "expertOutType");
         Objects.requireNonNull(outType, "outType");
         Objects.requireNonNull(waitTimeout, "waitTimeout");
-        Objects.requireNonNull(expertIdCheck, "expertIdCheck");
+        Objects.requireNonNull(inputCheck, "inputCheck");
         positive("maxTokensPerRank", maxTokensPerRank);
         positive("numExperts", numExperts);
         positive("topK", topK);
@@ -133,7 +133,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
     public Builder toBuilder() {
         return new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
                 .worldSize(worldSize).groupSize(groupSize).inType(inType)
-                .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout).expertIdCheck(expertIdCheck);
+                .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout).inputCheck(inputCheck);
     }
 
     @Override
@@ -141,7 +141,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         return "M=" + maxTokensPerRank + " E=" + numExperts + " K=" + topK + " H=" + hidden + " W=" + worldSize
                 + " G=" + groupSize + " in=" + inType.label() + (blockScales ? "+scales" : "") + " expertOut="
                 + expertOutType.label() + " out=" + outType.label() + " timeout=" + waitTimeout.toMillis() + "ms"
-                + (expertIdCheck == ExpertIdCheck.AUTO ? "" : " idCheck=" + expertIdCheck);
+                + (inputCheck == InputCheck.AUTO ? "" : " idCheck=" + inputCheck);
     }
 
     /** Builder with the defaults of a small bf16 configuration. */
@@ -157,7 +157,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         private DType expertOutType = DType.BF16;
         private DType outType = DType.BF16;
         private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
-        private ExpertIdCheck expertIdCheck = ExpertIdCheck.AUTO;
+        private InputCheck inputCheck = InputCheck.AUTO;
 
         public Builder maxTokensPerRank(int v) { maxTokensPerRank = v; return this; }
         public Builder numExperts(int v) { numExperts = v; return this; }
@@ -171,12 +171,12 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         public Builder expertOutType(DType v) { expertOutType = v; return this; }
         public Builder outType(DType v) { outType = v; return this; }
         public Builder waitTimeout(Duration v) { waitTimeout = v; return this; }
-        public Builder expertIdCheck(ExpertIdCheck v) { expertIdCheck = v; return this; }
+        public Builder inputCheck(InputCheck v) { inputCheck = v; return this; }
 
         public MoeConfig build() {
             boolean scales = blockScales != null ? blockScales : inType == DType.FP8_E4M3;
             return new MoeConfig(maxTokensPerRank, numExperts, topK, hidden, worldSize, groupSize, inType, scales,
-                    expertOutType, outType, waitTimeout, expertIdCheck);
+                    expertOutType, outType, waitTimeout, inputCheck);
         }
     }
 }

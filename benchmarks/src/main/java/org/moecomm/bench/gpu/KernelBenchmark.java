@@ -413,12 +413,12 @@ public final class KernelBenchmark implements Callable<Integer> {
             Buf send = alloc.apply(w.sendBytes());
             Buf sendRows = alloc.apply(4L * w.ng);
             Buf pairLocation = alloc.apply(4L * m * w.k);
-            Buf idReport = alloc.apply(4L * MoeKernels.REPORT_INTS);
-            dev.fill(idReport, (byte) 0); // ids are valid: the report stays empty
+            Buf inputReport = alloc.apply(4L * MoeKernels.REPORT_INTS);
+            dev.fill(inputReport, (byte) 0); // ids are valid: the report stays empty
             w.uploadPackInputs(dev, x, xScale, indices, numTokens);
             KernelSpec pack = new KernelSpec("pack", new Kernel(MoeKernels.class, "pack"), "pack_twin",
                     Grid.of(w.w, y, t),
-                    new Object[] {x, xScale, indices, numTokens, send, sendRows, pairLocation, idReport, w.xBytes, w.s, w.k,
+                    new Object[] {x, xScale, indices, numTokens, send, sendRows, pairLocation, inputReport, w.xBytes, w.s, w.k,
                         w.l, w.g, w.member, w.rowBytes, m, w.ppr, -1, 1},
                     () -> {
                         dev.fill(send, KernelWorkload.POISON);

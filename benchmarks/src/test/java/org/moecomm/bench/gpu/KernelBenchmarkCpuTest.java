@@ -171,7 +171,7 @@ class KernelBenchmarkCpuTest {
         final Buf send;
         final Buf sendRows;
         final Buf pairLocation;
-        final Buf idReport;
+        final Buf inputReport;
         final Buf recv;
         final Buf signals;
         final Buf counts;
@@ -194,8 +194,8 @@ class KernelBenchmarkCpuTest {
             send = dev.allocate(w.sendBytes());
             sendRows = dev.allocate(4L * w.ng);
             pairLocation = dev.allocate(4L * w.m * w.k);
-            idReport = dev.allocate(4L * MoeKernels.REPORT_INTS);
-            dev.fill(idReport, (byte) 0);
+            inputReport = dev.allocate(4L * MoeKernels.REPORT_INTS);
+            dev.fill(inputReport, (byte) 0);
             recv = dev.allocate(w.sendBytes());
             signals = dev.allocate(8L * w.ng);
             counts = dev.allocate(4L * w.l);
@@ -215,7 +215,7 @@ class KernelBenchmarkCpuTest {
             dev.fill(sendRows, KernelWorkload.POISON);
             dev.fill(pairLocation, KernelWorkload.POISON);
             dev.launchChecked(new Kernel(MoeKernels.class, "pack"), Grid.of(w.w, MoeKernels.THREADS), x, xScale, indices,
-                    numTokens, send, sendRows, pairLocation, idReport, w.xBytes, w.s, w.k, w.l, w.g, w.member, w.rowBytes,
+                    numTokens, send, sendRows, pairLocation, inputReport, w.xBytes, w.s, w.k, w.l, w.g, w.member, w.rowBytes,
                     w.m, w.ppr, -1, 1);
         }
 
@@ -309,7 +309,7 @@ class KernelBenchmarkCpuTest {
                     1, 3, null, null, null, null, null, "cpu", 1, "cpu", "2026-01-01", "c", "cmd");
             KernelBenchmark.KernelSpec spec = new KernelBenchmark.KernelSpec("pack", new Kernel(MoeKernels.class, "pack"),
                     "pack_twin", Grid.of(w.w, MoeKernels.THREADS),
-                    new Object[] {b.x, b.xScale, b.indices, b.numTokens, b.send, b.sendRows, b.pairLocation, b.idReport,
+                    new Object[] {b.x, b.xScale, b.indices, b.numTokens, b.send, b.sendRows, b.pairLocation, b.inputReport,
                         w.xBytes, w.s, w.k, w.l, w.g, w.member, w.rowBytes, w.m, w.ppr, -1, 1},
                     () -> dev.fill(b.send, (byte) 0), // not poisoned like the reference: rows past sendRows differ
                     () -> { }, () -> w.checkPack(dev, b.send, b.sendRows, b.pairLocation), "check", 1, "formula");

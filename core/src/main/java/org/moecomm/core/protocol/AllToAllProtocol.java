@@ -75,7 +75,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf numTokens;
     private final Buf dummy;
     /** Where the device reports a bad expert id, when the ids are checked there ({@code null} otherwise). */
-    private final Buf idReport;
+    private final Buf inputReport;
     // the transport operations of each step, described once
     private final Transport.PutBatch dispatchPuts;
     private final Transport.WaitBatch dispatchWaits;
@@ -86,7 +86,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Phase phase = Phase.IDLE;
     private long round;
-    /** Of the current round: m as validated, where the kernels read m, where dispatch wrote the expert counts. */
+    /**
+     * Of the current round: the rows the token tensors must have (m, or M when m stays on the
+     * device), where the kernels read m, where dispatch wrote the expert counts.
+     */
     private int m;
     private Buf countBuf;
     private Buf expertNumTokens;
@@ -124,7 +127,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.expertOrigin = memory.allocate(layout.expertOriginBytes());
         this.numTokens = memory.allocate(layout.numTokensBytes());
         this.dummy = memory.allocate(BufferLayout.DUMMY_BYTES);
-        this.idReport = validator.checksIdsOnHost() ? null : memory.allocateHostVisible(4L * MoeKernels.REPORT_INTS);
+        this.inputReport = validator.checksOnHost() ? null : memory.allocateHostVisible(4L * MoeKernels.REPORT_INTS);
 
         List<Transport.Put> dp = new ArrayList<>();
         List<Transport.Wait> dw = new ArrayList<>();
@@ -204,7 +207,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         Objects.requireNonNull(in, "in");
         expect(Phase.IDLE);
         long t0 = System.nanoTime();
-        int count = validator.dispatchInput(in);
+        int rows = validator.dispatchInput(in);
         Buf counts = switch (in.count()) {
             case TokenCount.Fixed f -> numTokens;
             case TokenCount.InBuffer b -> b.buf().slice(b.index() * 4, 4);
@@ -212,17 +215,17 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long t1 = System.nanoTime();
         work(() -> {
             round++;
-            m = count;
+            m = rows;
             countBuf = counts;
             int s = config.scalesPerToken();
-            // pack writes a host-known m into numTokens itself and checks the ids where the host
-            // does not: one launch, no copy from the host
-            int fixedTokens = in.count() instanceof TokenCount.Fixed ? count : -1;
+            // pack writes a host-known m into numTokens itself and checks ids and count where the
+            // host does not: one launch, no copy from the host
+            int fixedTokens = in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
             runner.launch(PACK, Grid.of(config.worldSize(), blocksPer(config.worldSize()), THREADS), in.x().buf(),
                     in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf,
-                    dispatchSend.local(), sendRows, pairLocation, idReport != null ? idReport : dummy, layout.xBytes(),
+                    dispatchSend.local(), sendRows, pairLocation, inputReport != null ? inputReport : dummy, layout.xBytes(),
                     s, config.topK(), config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
-                    config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens, idReport != null ? 1 : 0);
+                    config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens, inputReport != null ? 1 : 0);
             long t2 = System.nanoTime();
             transport.putWithSignal(dispatchPuts, BufferLayout.signalValue(round, 0));
             long t3 = System.nanoTime();
@@ -354,7 +357,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     // ---- helpers ----
 
     private void expect(Phase required) {
-        raiseBadExpertId();
+        raiseDeviceInputError();
         if (phase != required) {
             String call = required.expectedCall();
             String msg = switch (phase) {
@@ -368,18 +371,21 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Throws what the device's id check reported (a cheap read of host-visible memory), once the
-     * work that found it has finished; the handle is failed from then on.
+     * Throws what pack's input check reported on the device (a cheap read of host-visible
+     * memory), once the work that found it has finished; the handle is failed from then on.
      */
-    private void raiseBadExpertId() {
-        if (idReport == null || idReport.getInt(MoeKernels.REPORT_FLAG) == 0 || phase == Phase.CLOSED) {
+    private void raiseDeviceInputError() {
+        if (inputReport == null || inputReport.getInt(MoeKernels.REPORT_FLAG) == 0 || phase == Phase.CLOSED) {
             return;
         }
         phase = Phase.FAILED;
         runner.synchronize(); // the report's other slots are current after this
-        throw validator.badExpertId(idReport.getInt(MoeKernels.REPORT_ID), idReport.getInt(MoeKernels.REPORT_TOKEN),
-                idReport.getInt(MoeKernels.REPORT_SLOT), " (found on the device, in the dispatch of round " + round
-                        + " or before; the handle has failed)");
+        String when = " (found on the device, in the dispatch of round " + round + " or before; the handle has failed)";
+        int value = inputReport.getInt(MoeKernels.REPORT_VALUE);
+        throw inputReport.getInt(MoeKernels.REPORT_KIND) == MoeKernels.REPORT_BAD_COUNT
+                ? validator.badCount(value, when)
+                : validator.badExpertId(value, inputReport.getInt(MoeKernels.REPORT_TOKEN),
+                        inputReport.getInt(MoeKernels.REPORT_SLOT), when);
     }
 
     /** Runs a step's work; success advances the phase, any failure leaves the handle FAILED. */

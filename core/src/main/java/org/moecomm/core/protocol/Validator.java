@@ -9,7 +9,7 @@ import org.moecomm.core.DType;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
-import org.moecomm.core.ExpertIdCheck;
+import org.moecomm.core.InputCheck;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Tensor;
 import org.moecomm.core.TokenCount;
@@ -18,12 +18,13 @@ import org.moecomm.core.TokenCount;
  * Checks a call's tensors against the config before any work starts; every failure is an
  * {@link IllegalArgumentException} whose message starts with the tensor's name.
  *
- * <p>Two checks read device memory: the token count when it lives in a buffer
- * ({@link TokenCount.InBuffer}; read with {@link DeviceMemory#copyToHost}) and the expert ids of
- * the first m tokens. The config's {@link ExpertIdCheck} says where the ids are checked: here,
- * before any work, or (by default where host reads would wait for the device, see
- * {@link DeviceMemory#hostReadsSynchronize()}) on the device by the protocol
- * ({@code MoeKernels.pack} with {@code checkIds}), which raises a bad id at its next call.
+ * <p>Two checks concern device memory: the token count when it lives in a buffer
+ * ({@link TokenCount.InBuffer}) and the expert ids of the first m tokens. The config's
+ * {@link InputCheck} says where they are made: here, before any work (reading them with
+ * {@link DeviceMemory#copyToHost}), or (by default where host reads would wait for the device,
+ * see {@link DeviceMemory#hostReadsSynchronize()}) on the device by the protocol
+ * ({@code MoeKernels.pack} with {@code checkIds}), which raises a bad input at its next call;
+ * then a count in a buffer is not read here and the token tensors are checked against M rows.
  */
 public final class Validator {
     private final MoeConfig config;
@@ -34,18 +35,25 @@ public final class Validator {
         this.memory = memory;
     }
 
-    /** Whether {@link #dispatchInput} checks the expert ids (else the device must): the config's {@link ExpertIdCheck}. */
-    public boolean checksIdsOnHost() {
-        return switch (config.expertIdCheck()) {
+    /**
+     * Whether {@link #dispatchInput} checks the expert ids and reads a count given in a buffer
+     * (else the device must check them): the config's {@link InputCheck}.
+     */
+    public boolean checksOnHost() {
+        return switch (config.inputCheck()) {
             case HOST -> true;
             case DEVICE -> false;
             case AUTO -> !memory.hostReadsSynchronize();
         };
     }
 
-    /** Validates dispatch inputs and returns the token count m. */
+    /**
+     * Validates dispatch inputs and returns the rows the token tensors must have: m, or M when m
+     * is in a buffer that only the device reads ({@link #checksOnHost()} false).
+     */
     public int dispatchInput(DispatchInput in) {
-        int m = tokenCount(in.count());
+        boolean countOnDevice = in.count() instanceof TokenCount.InBuffer && !checksOnHost();
+        int m = countOnDevice ? config.maxTokensPerRank() : tokenCount(in.count());
         int h = config.hidden();
         int k = config.topK();
         matrix("x", in.x(), config.inType(), m, h, "H");
@@ -60,10 +68,16 @@ public final class Validator {
             throw new IllegalArgumentException("xScale: unexpected; " + config.inType().label()
                     + " tokens carry no block scales");
         }
-        if (checksIdsOnHost()) {
+        if (checksOnHost()) {
             expertIds(in.indices(), m);
         }
         return m;
+    }
+
+    /** The exception for a token count outside {@code [0, M]}. */
+    public IllegalArgumentException badCount(int m, String when) {
+        return new IllegalArgumentException("count: m=" + m + " is outside [0, M=" + config.maxTokensPerRank() + "]"
+                + when);
     }
 
     /** Validates dispatch outputs: {@code expertNumTokens [L]}, {@code expertX [L][NG*M][H]}, scales. */
@@ -107,7 +121,7 @@ public final class Validator {
             case TokenCount.InBuffer b -> readInt(b);
         };
         if (m < 0 || m > config.maxTokensPerRank()) {
-            throw new IllegalArgumentException("count: m=" + m + " is outside [0, M=" + config.maxTokensPerRank() + "]");
+            throw badCount(m, "");
         }
         return m;
     }
@@ -159,7 +173,8 @@ public final class Validator {
                     + Arrays.toString(t.shape()));
         }
         if (t.dim(0) < minRows) {
-            throw new IllegalArgumentException(name + ": has " + t.dim(0) + " rows, fewer than m=" + minRows);
+            throw new IllegalArgumentException(name + ": has " + t.dim(0) + " rows, fewer than the " + minRows
+                    + " the round needs (m, or M when m is in a buffer only the device reads)");
         }
     }
 

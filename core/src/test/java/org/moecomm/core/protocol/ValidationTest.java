@@ -14,7 +14,8 @@ import org.moecomm.core.DType;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
-import org.moecomm.core.ExpertIdCheck;
+import org.moecomm.core.InputCheck;
+import org.moecomm.kernels.api.Buf;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Tensor;
@@ -101,7 +102,7 @@ class ValidationTest {
      */
     @Test
     void expertIdsCheckedOnTheDeviceFailTheNextCall() {
-        MoeConfig device = BF16.toBuilder().expertIdCheck(ExpertIdCheck.DEVICE).build();
+        MoeConfig device = BF16.toBuilder().inputCheck(InputCheck.DEVICE).build();
         Harness.onAllRanks(device, (h, b) -> {
             Workload w = Workload.generate(device, 1, Workload.Options.defaults().tokens(5));
             CheckedRound.run(b, w, false).assertOk();
@@ -111,6 +112,34 @@ class ValidationTest {
             String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
             assertTrue(msg.contains("expert id 8 of token 3, slot 0") && msg.contains("found on the device"), msg);
             assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            return null;
+        });
+    }
+
+    /**
+     * With the checks on the device a count in a buffer is never read on the host: the token
+     * tensors need M rows, and a count above M fails the next call.
+     */
+    @Test
+    void aCountInABufferCheckedOnTheDevice() {
+        MoeConfig device = BF16.toBuilder().inputCheck(InputCheck.DEVICE).build();
+        Harness.onAllRanks(device, (h, b) -> {
+            Workload w = Workload.generate(device, 1, Workload.Options.defaults().tokens(5));
+            CheckedRound.run(b, w, true).assertOk();
+            Ctx c = new Ctx(h, b, b.upload(w.rank(0), false));
+            Buf count = c.mem().allocate(4);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment s = a.allocate(4);
+                s.set(ValueLayout.JAVA_INT, 0, 12);
+                c.mem().copyFromHost(s, count, 0);
+            }
+            Tensor fiveRows = c.mem().allocate(DType.BF16, 5, 256);
+            String rows = assertIllegalArgument("x", () -> c.h().dispatchSend(new DispatchInput(fiveRows, null,
+                    c.in().indices(), TokenCount.inBuffer(count, 0))));
+            assertTrue(rows.contains("fewer than the 8"), rows);
+            c.h().dispatchSend(c.withCount(TokenCount.inBuffer(count, 0)));
+            String msg = assertIllegalArgument("count", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            assertTrue(msg.contains("m=12") && msg.contains("found on the device"), msg);
             return null;
         });
     }

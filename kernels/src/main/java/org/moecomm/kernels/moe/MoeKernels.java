@@ -59,17 +59,17 @@ public final class MoeKernels {
      * <p>Two duties that save dispatch a launch each (they cost next to nothing here): with
      * {@code fixedTokens >= 0} that is m (the host knows it) and block (0, 0) writes it to
      * {@code numTokens} for the kernels after pack, so no copy from the host is needed; with
-     * {@code checkIds != 0} the grid checks the ids of the m tokens on the device (see
-     * {@link #reportBadIds}).
+     * {@code checkIds != 0} the grid checks the ids of the m tokens and a count read from
+     * {@code numTokens} on the device (see {@link #report}).
      *
      * @param numTokens int32 {@code [1]}: m, the valid tokens, clamped to {@code [0, maxTokens]};
      *                  written when {@code fixedTokens >= 0}
-     * @param idReport  int32 {@code [REPORT_INTS]}, zeroed once: the first bad id, when {@code checkIds != 0}
+     * @param inputReport int32 {@code [REPORT_INTS]}, zeroed once: the first bad input, when {@code checkIds != 0}
      * @param pairsPerRegion {@code M*Kd}: pair rows of one source's region of the combine buffers
      * @param fixedTokens m, or -1 to read it from {@code numTokens}
      */
     public static void pack(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
-                            Buf sendRows, Buf pairLocation, Buf idReport, int xBytes, int scalesPerToken, int topK,
+                            Buf sendRows, Buf pairLocation, Buf inputReport, int xBytes, int scalesPerToken, int topK,
                             int expertsPerRank, int groupSize, int member, int rowBytes, int maxTokens,
                             int pairsPerRegion, int fixedTokens, int checkIds) {
         int tid = ctx.localIdx();
@@ -78,14 +78,24 @@ public final class MoeKernels {
         boolean leader = ctx.groupIdy() == 0;
         int firstExpert = dest * expertsPerRank;
         int numExperts = ctx.numGroupsX() * expertsPerRank;
-        int m = fixedTokens >= 0 ? min(fixedTokens, maxTokens) : clamp(numTokens.getInt(0), 0, maxTokens);
-        if (fixedTokens >= 0 && dest == 0 && leader && tid == 0) {
+        int count = fixedTokens >= 0 ? fixedTokens : numTokens.getInt(0);
+        int m = clamp(count, 0, maxTokens);
+        boolean first = dest == 0 && leader && tid == 0;
+        if (fixedTokens >= 0 && first) {
             numTokens.setInt(0, m);
         }
         if (checkIds != 0) {
-            long first = ((long) ctx.groupIdy() * ctx.numGroupsX() + dest) * threads + tid;
+            if (m != count && first) {
+                report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
+            }
             long stride = (long) ctx.numGroupsX() * ctx.numGroupsY() * threads;
-            reportBadIds(ctx, indices, (long) m * topK, topK, numExperts, idReport, first, stride);
+            long ids = (long) m * topK;
+            for (long i = ((long) ctx.groupIdy() * ctx.numGroupsX() + dest) * threads + tid; i < ids; i += stride) {
+                int id = indices.getInt(i);
+                if (id < -1 || id >= numExperts) {
+                    report(ctx, inputReport, REPORT_BAD_ID, (int) (i / topK), (int) (i % topK), id);
+                }
+            }
         }
         long regionRow = (long) (dest / groupSize) * maxTokens;
 
@@ -159,30 +169,33 @@ public final class MoeKernels {
         }
     }
 
-    /** Slots of pack's id report (int32): the claim, token, slot, id, and the flag set last. */
+    /**
+     * Slots of pack's input report (int32): slot 0 holds the kind of the first bad input found
+     * (the claim), then token, slot and value, and last the flag the host polls.
+     */
+    public static final int REPORT_KIND = 0;
     public static final int REPORT_TOKEN = 1;
     public static final int REPORT_SLOT = 2;
-    public static final int REPORT_ID = 3;
+    public static final int REPORT_VALUE = 3;
     public static final int REPORT_FLAG = 4;
     public static final int REPORT_INTS = 5;
+    /** An expert id outside {@code [-1, E)}: token, slot and the id. */
+    public static final int REPORT_BAD_ID = 1;
+    /** A token count outside {@code [0, M]} (token and slot -1): the count. */
+    public static final int REPORT_BAD_COUNT = 2;
 
     /**
-     * Ids {@code first, first + stride, ...} below {@code ids} (of {@code m * topK}) are checked
-     * against {@code [-1, numExperts)}; the first thread to find one outside claims
-     * {@code report[0]}, writes token, slot and id, then sets {@code report[REPORT_FLAG]} to 1
-     * (the host reads the flag first; pack skips such ids, so the round still runs to its end).
+     * Records a bad input unless one is recorded: the first caller claims {@code report[0]} with
+     * its kind, writes the details, then sets the flag (the host reads the flag first; pack skips
+     * bad ids and clamps the count, so the round still runs to its end).
      */
-    private static void reportBadIds(KernelContext ctx, Buf indices, long ids, int topK, int numExperts, Buf report,
-                                     long first, long stride) {
-        for (long i = first; i < ids; i += stride) {
-            int id = indices.getInt(i);
-            if ((id < -1 || id >= numExperts) && ctx.atomicCas(report, 0, 0, 1) == 0) {
-                report.setInt(REPORT_TOKEN, (int) (i / topK));
-                report.setInt(REPORT_SLOT, (int) (i % topK));
-                report.setInt(REPORT_ID, id);
-                ctx.globalFence();
-                report.setInt(REPORT_FLAG, 1);
-            }
+    private static void report(KernelContext ctx, Buf report, int kind, int token, int slot, int value) {
+        if (ctx.atomicCas(report, REPORT_KIND, 0, kind) == 0) {
+            report.setInt(REPORT_TOKEN, token);
+            report.setInt(REPORT_SLOT, slot);
+            report.setInt(REPORT_VALUE, value);
+            ctx.globalFence();
+            report.setInt(REPORT_FLAG, 1);
         }
     }
 

@@ -217,7 +217,7 @@ class MoeKernelsTest {
     }
 
     /** pack's outputs on one rank. */
-    record PackOut(Buf dispatchSend, Buf sendRows, Buf pairLocation, Buf numTokens, Buf idReport) {
+    record PackOut(Buf dispatchSend, Buf sendRows, Buf pairLocation, Buf numTokens, Buf inputReport) {
     }
 
     /** pack with the ids checked, m in a buffer (or, with {@code fixed}, given as an int and the buffer poisoned). */
@@ -286,8 +286,13 @@ class MoeKernelsTest {
         for (int member = 0; member < g; member++) {
             PackOut out = runPack(c, tk, member, count, threads, fixed);
             checkPack(c, tk, member, out);
-            for (int i = 0; i < MoeKernels.REPORT_INTS; i++) {
-                assertEquals(0, out.idReport().getInt(i), "valid ids, yet the report has slot " + i + " set");
+            if (count > m) { // clamped, and reported as a bad count
+                assertEquals(MoeKernels.REPORT_BAD_COUNT, out.inputReport().getInt(MoeKernels.REPORT_KIND));
+                assertEquals(count, out.inputReport().getInt(MoeKernels.REPORT_VALUE));
+            } else {
+                for (int i = 0; i < MoeKernels.REPORT_INTS; i++) {
+                    assertEquals(0, out.inputReport().getInt(i), "valid input, yet the report has slot " + i + " set");
+                }
             }
             if (fixed) {
                 assertEquals(Math.min(count, m), out.numTokens().getInt(0), "pack writes the m it was given");
@@ -328,16 +333,32 @@ class MoeKernelsTest {
         tk.indices()[17 * c.k() + 2] = bad;
         blocksY = 3;
         PackOut out = runPack(c, tk, 0, 40, 64, true);
-        assertEquals(17, out.idReport().getInt(MoeKernels.REPORT_TOKEN));
-        assertEquals(2, out.idReport().getInt(MoeKernels.REPORT_SLOT));
-        assertEquals(bad, out.idReport().getInt(MoeKernels.REPORT_ID));
-        assertEquals(1, out.idReport().getInt(MoeKernels.REPORT_FLAG));
+        assertEquals(17, out.inputReport().getInt(MoeKernels.REPORT_TOKEN));
+        assertEquals(2, out.inputReport().getInt(MoeKernels.REPORT_SLOT));
+        assertEquals(MoeKernels.REPORT_BAD_ID, out.inputReport().getInt(MoeKernels.REPORT_KIND));
+        assertEquals(bad, out.inputReport().getInt(MoeKernels.REPORT_VALUE));
+        assertEquals(1, out.inputReport().getInt(MoeKernels.REPORT_FLAG));
         assertEquals(-1, out.pairLocation().getInt(17 * c.k() + 2), "a bad id routes nowhere");
         // ids beyond m are not checked
         tk.indices()[17 * c.k() + 2] = 0;
         tk.indices()[39 * c.k()] = bad;
         PackOut first = runPack(c, tk, 0, 39, 64, false);
-        assertEquals(0, first.idReport().getInt(MoeKernels.REPORT_FLAG));
+        assertEquals(0, first.inputReport().getInt(MoeKernels.REPORT_FLAG));
+    }
+
+    /** A count outside [0, M] read from the buffer is clamped and reported (the host did not see it). */
+    @Test
+    void packReportsABadCount() {
+        Cfg c = new Cfg(2, 1, 4, 2, 32, 20, false);
+        Tokens tk = randomTokens(c, 20, new SplittableRandom(22));
+        for (int count : new int[] {23, -2}) {
+            PackOut out = runPack(c, tk, 0, count, 64, false);
+            assertEquals(MoeKernels.REPORT_BAD_COUNT, out.inputReport().getInt(MoeKernels.REPORT_KIND));
+            assertEquals(count, out.inputReport().getInt(MoeKernels.REPORT_VALUE));
+            assertEquals(1, out.inputReport().getInt(MoeKernels.REPORT_FLAG));
+            int rows = out.sendRows().getInt(0) + out.sendRows().getInt(1);
+            assertTrue(count < 0 ? rows == 0 : rows > 0, "m is clamped to [0, M]: " + rows + " rows sent");
+        }
     }
 
     // ---- scatter ----

@@ -113,8 +113,8 @@ class KernelBenchmarkGpuTest {
         Buf send = gpu.allocate((long) ng * m * rowBytes);
         Buf sendRows = gpu.allocate(4L * ng);
         Buf pairLocation = gpu.allocate(4L * m * k);
-        Buf idReport = gpu.allocate(4L * MoeKernels.REPORT_INTS);
-        gpu.fill(idReport, (byte) 0);
+        Buf inputReport = gpu.allocate(4L * MoeKernels.REPORT_INTS);
+        gpu.fill(inputReport, (byte) 0);
         Buf signals = gpu.allocate(8L * ng);
         Buf expertNumTokens = gpu.allocate(4L * l);
         Buf expertX = gpu.allocate((long) l * cap * xBytes);
@@ -142,7 +142,7 @@ class KernelBenchmarkGpuTest {
 
         long pairs = (long) m * k;
         GpuKernelTimer.Timing tp = timer.time("MoeKernels.pack", WARMUPS, REPS, () -> gpu.launch(pack, Grid.of(w, t),
-                x, xScale, idx, numTokens, send, sendRows, pairLocation, idReport, xBytes, 0, k, l, 1, 0, rowBytes, m,
+                x, xScale, idx, numTokens, send, sendRows, pairLocation, inputReport, xBytes, 0, k, l, 1, 0, rowBytes, m,
                 maxPairs, -1, 1));
         // Loop the send area back as if every group had sent it: signals = (1 << 32) | rows.
         try (Arena arena = Arena.ofConfined()) {

@@ -84,7 +84,8 @@ class MoeKernelsGpuTest {
                 packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 0, 96, 3),
                 packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 0, 0, T, 4),
                 packCase(new Cfg(4, 1, 8, 4, 256, 64, false), 50, 0, T, 5, 33 * 4 + 1, true),
-                packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 1, 96, 6, 69 * 8 + 7, false));
+                packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 1, 96, 6, 69 * 8 + 7, false),
+                packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 27, 0, T, 7, -1, false)); // count > M: reported
     }
 
     private static KernelCase packCase(Cfg c, int m, int member, int threads, long seed) {
@@ -121,7 +122,7 @@ class MoeKernelsGpuTest {
         return k.out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())
                 .out("sendRows", 4L * c.ng())
                 .out("pairLocation", 4L * c.m() * c.k())
-                .ints("idReport", new int[MoeKernels.REPORT_INTS])
+                .ints("inputReport", new int[MoeKernels.REPORT_INTS])
                 .arg(c.xBytes()).arg(c.s()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes())
                 .arg(c.m()).arg(c.maxPairs()).arg(fixed ? m : -1).arg(1);
     }

@@ -11,9 +11,6 @@ import java.util.List;
  * integers: the ABI is the project's, not NVSHMEM's).
  */
 final class DeviceFunctions {
-    /** Prefix of every bridge device function; a module calling one needs the bridge's device library. */
-    static final String PREFIX = "mnvd_";
-
     /** {@code op} values of {@code mnvd_signal_op}. */
     static final int SIGNAL_SET = 0;
     static final int SIGNAL_ADD = 1;

@@ -23,7 +23,7 @@ public final class NvshmemDeviceLibrary implements DeviceLibrary {
     public static final String DEVFNS_ENV = "MOECOMM_NVSHMEM_DEVFNS";
     public static final String DEVICE_LIB_PROPERTY = "moecomm.nvshmem.deviceLib";
     public static final String DEVICE_LIB_ENV = "MOECOMM_NVSHMEM_DEVICE_LIB";
-    /** Prefix of the bridge's device functions. */
+    /** Prefix of the bridge's device functions (the compiler's names for them, in {@code DeviceFunctions}, share it). */
     public static final String PREFIX = "mnvd_";
 
     @Override

@@ -254,14 +254,15 @@ public final class GpuTransport implements Transport {
             checkPeer(batch.peers().get(i));
             peers[i] = batch.peers().get(i);
         }
-        MemorySegment host = MemorySegment.ofArray(peers);
-        Buf b = tables.allocate(host.byteSize());
-        tables.copyFromHost(host, b, 0);
-        return b;
+        return upload(MemorySegment.ofArray(peers));
     }
 
     private Buf upload(long[] rows) {
-        MemorySegment host = MemorySegment.ofArray(rows);
+        return upload(MemorySegment.ofArray(rows));
+    }
+
+    /** A batch table into device memory of the transport's own (freed when it closes). */
+    private Buf upload(MemorySegment host) {
         Buf b = tables.allocate(host.byteSize());
         tables.copyFromHost(host, b, 0);
         return b;

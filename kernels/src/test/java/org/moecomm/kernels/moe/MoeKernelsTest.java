@@ -50,17 +50,6 @@ class MoeKernelsTest {
         arena.close();
     }
 
-    /** Sizes of one configuration, as MoeConfig derives them. */
-    record Cfg(int w, int g, int l, int k, int h, int m, boolean fp8) {
-        int ng() { return w / g; }
-        int e() { return w * l; }
-        int kd() { return Math.min(k, l); }
-        int s() { return fp8 ? (h + 127) / 128 : 0; }
-        int xBytes() { return fp8 ? h : 2 * h; }
-        int rowBytes() { return align16(xBytes()) + align16(4 * s()) + align16(4 * (2 + k)); }
-        int maxPairs() { return m * kd(); }
-        int capacity() { return ng() * m; }
-    }
 
     /** One group's tokens (host copies), sized for M tokens; only the first {@code count} are valid. */
     record Tokens(byte[] x, float[] scales, int[] indices, int count) {
@@ -68,9 +57,6 @@ class MoeKernelsTest {
 
     // ---- helpers ----
 
-    static int align16(int v) {
-        return (v + 15) & -16;
-    }
 
     private Buf buf(long bytes) {
         return Buf.allocate(arena, bytes);
@@ -118,7 +104,7 @@ class MoeKernelsTest {
      * Random tokens: x from random values of the dtype (finite), scales in [0.5, 2), K distinct
      * experts per token with some ids -1; tokens past {@code count} get routes too (must be ignored).
      */
-    static Tokens randomTokens(Cfg c, int count, SplittableRandom r) {
+    static Tokens randomTokens(MoeShape c, int count, SplittableRandom r) {
         byte[] x = new byte[c.m() * c.xBytes()];
         for (int i = 0; i < c.m() * c.h(); i++) {
             float v = (float) (r.nextDouble() * 4 - 2);
@@ -145,7 +131,7 @@ class MoeKernelsTest {
     }
 
     /** Rows pack produces for destination d, in order: {token, pairBase, numLocal, local ids...}. */
-    static List<int[]> referenceRows(Cfg c, Tokens tk, int d) {
+    static List<int[]> referenceRows(MoeShape c, Tokens tk, int d) {
         List<int[]> rows = new ArrayList<>();
         int q = 0;
         for (int t = 0; t < Math.min(tk.count(), c.m()); t++) {
@@ -173,7 +159,7 @@ class MoeKernelsTest {
     }
 
     /** pairLocation as pack must leave it; null marks entries pack must not touch. */
-    static Integer[] referencePairLocation(Cfg c, Tokens tk) {
+    static Integer[] referencePairLocation(MoeShape c, Tokens tk) {
         Integer[] loc = new Integer[c.m() * c.k()];
         for (int d = 0; d < c.w(); d++) {
             for (int[] row : referenceRows(c, tk, d)) {
@@ -198,16 +184,16 @@ class MoeKernelsTest {
     }
 
     /** The bytes of one dispatch row, padding zeroed. */
-    static byte[] referenceRowBytes(Cfg c, Tokens tk, int[] row) {
+    static byte[] referenceRowBytes(MoeShape c, Tokens tk, int[] row) {
         byte[] out = new byte[c.rowBytes()];
         int t = row[0];
         System.arraycopy(tk.x(), t * c.xBytes(), out, 0, c.xBytes());
         MemorySegment seg = MemorySegment.ofArray(out);
-        int scaleOffset = align16(c.xBytes());
+        int scaleOffset = MoeShape.align16(c.xBytes());
         for (int i = 0; i < c.s(); i++) {
             seg.set(ValueLayout.JAVA_FLOAT_UNALIGNED, scaleOffset + 4L * i, tk.scales()[t * c.s() + i]);
         }
-        int metaOffset = scaleOffset + align16(4 * c.s());
+        int metaOffset = scaleOffset + MoeShape.align16(4 * c.s());
         seg.set(ValueLayout.JAVA_INT_UNALIGNED, metaOffset, row[1]);
         seg.set(ValueLayout.JAVA_INT_UNALIGNED, metaOffset + 4, row[2]);
         for (int i = 0; i < row[2]; i++) {
@@ -221,7 +207,7 @@ class MoeKernelsTest {
     }
 
     /** pack with the ids checked, m in a buffer (or, with {@code fixed}, given as an int and the buffer poisoned). */
-    private PackOut runPack(Cfg c, Tokens tk, int member, int numTokens, int threads, boolean fixed) {
+    private PackOut runPack(MoeShape c, Tokens tk, int member, int numTokens, int threads, boolean fixed) {
         Buf send = poisoned((long) c.ng() * c.m() * c.rowBytes(), POISON);
         Buf sendRows = poisoned(4L * c.ng(), POISON);
         Buf pairLocation = poisoned(4L * c.m() * c.k(), LOCATION_POISON);
@@ -233,11 +219,11 @@ class MoeKernelsTest {
         return new PackOut(send, sendRows, pairLocation, count, report);
     }
 
-    private PackOut runPack(Cfg c, Tokens tk, int member, int numTokens, int threads) {
+    private PackOut runPack(MoeShape c, Tokens tk, int member, int numTokens, int threads) {
         return runPack(c, tk, member, numTokens, threads, false);
     }
 
-    private void checkPack(Cfg c, Tokens tk, int member, PackOut out) {
+    private void checkPack(MoeShape c, Tokens tk, int member, PackOut out) {
         Integer[] loc = referencePairLocation(c, tk);
         for (int i = 0; i < loc.length; i++) {
             int actual = out.pairLocation().getInt(i);
@@ -279,7 +265,7 @@ class MoeKernelsTest {
             "3, 1, 2, 2, 48, 30, false, 45, 64", // m > M: clamped to M
     })
     void packMatchesReference(int w, int g, int l, int k, int h, int m, boolean fp8, int count, int threads) {
-        Cfg c = new Cfg(w, g, l, k, h, m, fp8);
+        MoeShape c = new MoeShape(w, g, l, k, h, m, fp8);
         Tokens tk = randomTokens(c, count, new SplittableRandom(w * 1000 + m));
         int[] reference = null;
         boolean fixed = (w + m + threads) % 2 == 0; // both ways of passing m across the cases
@@ -310,7 +296,7 @@ class MoeKernelsTest {
 
     @Test
     void packHasIdsMinusOneOnlyAndAllIdsOnOneRank() {
-        Cfg c = new Cfg(2, 1, 4, 3, 32, 20, false);
+        MoeShape c = new MoeShape(2, 1, 4, 3, 32, 20, false);
         Tokens tk = randomTokens(c, 20, new SplittableRandom(5));
         for (int t = 0; t < c.m(); t++) {
             for (int k = 0; k < c.k(); k++) {
@@ -327,7 +313,7 @@ class MoeKernelsTest {
     /** A bad id is reported once, with its token, slot and value, and pack still numbers the good ones. */
     @Test
     void packReportsABadExpertId() {
-        Cfg c = new Cfg(4, 1, 4, 3, 32, 40, false);
+        MoeShape c = new MoeShape(4, 1, 4, 3, 32, 40, false);
         Tokens tk = randomTokens(c, 40, new SplittableRandom(21));
         int bad = c.w() * c.l() + 5;
         tk.indices()[17 * c.k() + 2] = bad;
@@ -349,7 +335,7 @@ class MoeKernelsTest {
     /** A count outside [0, M] read from the buffer is clamped and reported (the host did not see it). */
     @Test
     void packReportsABadCount() {
-        Cfg c = new Cfg(2, 1, 4, 2, 32, 20, false);
+        MoeShape c = new MoeShape(2, 1, 4, 2, 32, 20, false);
         Tokens tk = randomTokens(c, 20, new SplittableRandom(22));
         for (int count : new int[] {23, -2}) {
             PackOut out = runPack(c, tk, 0, count, 64, false);
@@ -364,7 +350,7 @@ class MoeKernelsTest {
     // ---- scatter ----
 
     /** dispatchRecv of rank d as the puts leave it: region g = group g's rows for d. */
-    private Buf recvArea(Cfg c, List<Tokens> groups, int d) {
+    private Buf recvArea(MoeShape c, List<Tokens> groups, int d) {
         Buf recv = poisoned((long) c.ng() * c.m() * c.rowBytes(), POISON);
         for (int g = 0; g < c.ng(); g++) {
             List<int[]> rows = referenceRows(c, groups.get(g), d);
@@ -385,7 +371,7 @@ class MoeKernelsTest {
             "8, 1, 3, 8, 32, 20, false, 32",
     })
     void scatterMatchesReference(int w, int g, int l, int k, int h, int m, boolean fp8, int threads) {
-        Cfg c = new Cfg(w, g, l, k, h, m, fp8);
+        MoeShape c = new MoeShape(w, g, l, k, h, m, fp8);
         SplittableRandom r = new SplittableRandom(w * 31 + k);
         int d = w - 1;
         List<Tokens> groups = new ArrayList<>();
@@ -572,7 +558,7 @@ class MoeKernelsTest {
     // ---- whole rounds ----
 
     /** The expert: y = bf16(x * (e + 1) / 4), x dequantised with its block scale. */
-    static float expert(Cfg c, byte[] x, long xByte, float scale, int globalExpert) {
+    static float expert(MoeShape c, byte[] x, long xByte, float scale, int globalExpert) {
         float v = c.fp8() ? Numerics.fp8e4m3ToFloat(x[(int) xByte]) * scale
                 : Numerics.bf16ToFloat((short) ((x[(int) xByte] & 0xff) | x[(int) xByte + 1] << 8));
         return v * ((globalExpert + 1) * 0.25f);
@@ -582,7 +568,7 @@ class MoeKernelsTest {
      * Runs one round on W simulated ranks (buffers per rank, puts as copies) and checks every
      * rank's output against sum_k w * expert(x) in float32 (bf16 expert outputs and output).
      */
-    private void roundTrip(Cfg c, long seed) {
+    private void roundTrip(MoeShape c, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         int w = c.w();
         List<Tokens> groups = new ArrayList<>();
@@ -691,18 +677,18 @@ class MoeKernelsTest {
 
     @Test
     void oneRankRoundGivesTheWeightedSumBf16() {
-        roundTrip(new Cfg(1, 1, 4, 3, 128, 40, false), 1);
+        roundTrip(new MoeShape(1, 1, 4, 3, 128, 40, false), 1);
     }
 
     @Test
     void oneRankRoundGivesTheWeightedSumFp8WithScales() {
-        roundTrip(new Cfg(1, 1, 6, 4, 256, 30, true), 2);
+        roundTrip(new MoeShape(1, 1, 6, 4, 256, 30, true), 2);
     }
 
     @Test
     void fourRankRoundWithGroupsOfTwo() {
-        roundTrip(new Cfg(4, 2, 2, 3, 144, 24, true), 3);
-        roundTrip(new Cfg(4, 1, 3, 4, 64, 20, false), 4);
+        roundTrip(new MoeShape(4, 2, 2, 3, 144, 24, true), 3);
+        roundTrip(new MoeShape(4, 1, 3, 4, 64, 20, false), 4);
     }
 
     @Test
@@ -712,9 +698,9 @@ class MoeKernelsTest {
         packMatchesReference(4, 1, 3, 4, 272, 300, true, 300, 256);
         scatterMatchesReference(4, 1, 3, 4, 272, 300, true, 256);
         scatterMatchesReference(2, 2, 2, 2, 128, 40, true, 100);
-        roundTrip(new Cfg(4, 2, 2, 3, 144, 24, true), 5);
+        roundTrip(new MoeShape(4, 2, 2, 3, 144, 24, true), 5);
         blocksY = 7;
-        roundTrip(new Cfg(4, 1, 3, 4, 64, 20, false), 6);
+        roundTrip(new MoeShape(4, 1, 3, 4, 64, 20, false), 6);
     }
 
     @Test

@@ -15,6 +15,7 @@ import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Numerics;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
 import org.moecomm.kernels.moe.MoeKernels;
+import org.moecomm.kernels.moe.MoeShape;
 
 /**
  * The library kernels ({@link MoeKernels}: pack, scatter, gather, reduce; buffers as in
@@ -44,21 +45,7 @@ class MoeKernelsGpuTest {
         }
     }
 
-    /** Sizes of one configuration (names as in docs/protocol.md). */
-    record Cfg(int w, int g, int l, int k, int h, int m, boolean fp8) {
-        int ng() { return w / g; }
-        int e() { return w * l; }
-        int kd() { return Math.min(k, l); }
-        int s() { return fp8 ? (h + 127) / 128 : 0; }
-        int xBytes() { return fp8 ? h : 2 * h; }
-        int rowBytes() { return align16(xBytes()) + align16(4 * s()) + align16(4 * (2 + k)); }
-        int maxPairs() { return m * kd(); }
-        int capacity() { return ng() * m; }
-    }
 
-    static int align16(int v) {
-        return (v + 15) & -16;
-    }
 
     // ---- pack ----
 
@@ -79,16 +66,16 @@ class MoeKernelsGpuTest {
 
     static List<KernelCase> packCases() {
         return List.of(
-                packCase(new Cfg(4, 2, 4, 4, 256, 50, false), 37, 1, T, 1),
-                packCase(new Cfg(8, 1, 2, 6, 512, 300, true), 290, 0, T, 2),
-                packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 0, 96, 3),
-                packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 0, 0, T, 4),
-                packCase(new Cfg(4, 1, 8, 4, 256, 64, false), 50, 0, T, 5, 33 * 4 + 1, true),
-                packCase(new Cfg(4, 2, 8, 8, 128, 70, true), 70, 1, 96, 6, 69 * 8 + 7, false),
-                packCase(new Cfg(2, 1, 4, 2, 64, 20, false), 27, 0, T, 7, -1, false)); // count > M: reported
+                packCase(new MoeShape(4, 2, 4, 4, 256, 50, false), 37, 1, T, 1),
+                packCase(new MoeShape(8, 1, 2, 6, 512, 300, true), 290, 0, T, 2),
+                packCase(new MoeShape(4, 2, 8, 8, 128, 70, true), 70, 0, 96, 3),
+                packCase(new MoeShape(2, 1, 4, 2, 64, 20, false), 0, 0, T, 4),
+                packCase(new MoeShape(4, 1, 8, 4, 256, 64, false), 50, 0, T, 5, 33 * 4 + 1, true),
+                packCase(new MoeShape(4, 2, 8, 8, 128, 70, true), 70, 1, 96, 6, 69 * 8 + 7, false),
+                packCase(new MoeShape(2, 1, 4, 2, 64, 20, false), 27, 0, T, 7, -1, false)); // count > M: reported
     }
 
-    private static KernelCase packCase(Cfg c, int m, int member, int threads, long seed) {
+    private static KernelCase packCase(MoeShape c, int m, int member, int threads, long seed) {
         return packCase(c, m, member, threads, seed, -1, seed % 2 == 0);
     }
 
@@ -97,7 +84,7 @@ class MoeKernelsGpuTest {
      * (the report is then the same whichever thread finds it); m given as an int when
      * {@code fixed} (the count buffer starts poisoned and pack writes m into it).
      */
-    private static KernelCase packCase(Cfg c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
+    private static KernelCase packCase(MoeShape c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
         SplittableRandom r = new SplittableRandom(seed);
         int[] indices = new int[c.m() * c.k()];
         for (int t = 0; t < c.m(); t++) {
@@ -136,18 +123,18 @@ class MoeKernelsGpuTest {
 
     static List<KernelCase> scatterCases() {
         return List.of(
-                scatterCase(new Cfg(4, 2, 4, 4, 256, 50, false), T, 5),
-                scatterCase(new Cfg(8, 1, 3, 8, 512, 120, true), T, 6),
-                scatterCase(new Cfg(4, 1, 8, 2, 128, 40, true), 64, 7));
+                scatterCase(new MoeShape(4, 2, 4, 4, 256, 50, false), T, 5),
+                scatterCase(new MoeShape(8, 1, 3, 8, 512, 120, true), T, 6),
+                scatterCase(new MoeShape(4, 1, 8, 2, 128, 40, true), 64, 7));
     }
 
-    private static KernelCase scatterCase(Cfg c, int threads, long seed) {
+    private static KernelCase scatterCase(MoeShape c, int threads, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         int ng = c.ng();
         int rowBytes = c.rowBytes();
         MemorySegment recv = MemorySegment.ofArray(TestData.bytes(ng * c.m() * rowBytes, seed * 17));
         long[] signals = new long[ng];
-        int metaOffset = align16(c.xBytes()) + align16(4 * c.s());
+        int metaOffset = MoeShape.align16(c.xBytes()) + MoeShape.align16(4 * c.s());
         for (int g = 0; g < ng; g++) {
             int rows = g == ng - 1 ? 0 : r.nextInt(c.m() / 2, c.m() + 1); // one group sends nothing
             signals[g] = (5L << 32) | rows;
@@ -155,13 +142,13 @@ class MoeKernelsGpuTest {
             for (int j = 0; j < rows; j++) {
                 long row = ((long) g * c.m() + j) * rowBytes;
                 for (int s = 0; s < c.s(); s++) {
-                    recv.set(ValueLayout.JAVA_FLOAT_UNALIGNED, row + align16(c.xBytes()) + 4L * s,
+                    recv.set(ValueLayout.JAVA_FLOAT_UNALIGNED, row + MoeShape.align16(c.xBytes()) + 4L * s,
                             (float) (0.5 + r.nextDouble()));
                 }
                 int pairs = r.nextInt(1, c.kd() + 1);
                 int[] locals = r.ints(0, c.l()).distinct().limit(pairs).sorted().toArray();
                 long meta = row + metaOffset;
-                for (int i = 0; i < align16(4 * (2 + c.k())) / 4; i++) {
+                for (int i = 0; i < MoeShape.align16(4 * (2 + c.k())) / 4; i++) {
                     recv.set(ValueLayout.JAVA_INT_UNALIGNED, meta + 4L * i, 0);
                 }
                 recv.set(ValueLayout.JAVA_INT_UNALIGNED, meta, pairBase);
@@ -186,7 +173,7 @@ class MoeKernelsGpuTest {
     }
 
     /** Each expert's filled slots, reordered by origin (the slot order is free); untouched slots stay as they are. */
-    static void sortExpertRowsByOrigin(Cfg c, java.util.Map<String, MemorySegment> results) {
+    static void sortExpertRowsByOrigin(MoeShape c, java.util.Map<String, MemorySegment> results) {
         MemorySegment counts = results.get("expertNumTokens");
         MemorySegment x = results.get("expertX");
         MemorySegment scale = results.get("expertXScale");

@@ -48,6 +48,11 @@ __device__ __noinline__ void mnvd_put_nbi_warp(void* dst, const void* src, unsig
     nvshmemx_putmem_nbi_warp(dst, src, static_cast<size_t>(bytes), pe);
 }
 
+// The same by the whole calling block: every thread calls it with the same arguments.
+__device__ __noinline__ void mnvd_put_nbi_block(void* dst, const void* src, unsigned long long bytes, int pe) {
+    nvshmemx_putmem_nbi_block(dst, src, static_cast<size_t>(bytes), pe);
+}
+
 // Signal operation by one thread: op 0 sets, 1 adds.
 __device__ __noinline__ void mnvd_signal_op(unsigned long long* sig, unsigned long long value, int op, int pe) {
     nvshmemx_signal_op(reinterpret_cast<uint64_t*>(sig), static_cast<uint64_t>(value),

@@ -20,10 +20,11 @@ import java.util.Set;
  * @param outType          dtype of combine's output: BF16 or FP16
  * @param waitTimeout      bound of every wait for a peer; passing it raises {@link WaitTimeoutException}
  * @param inputCheck    where dispatch checks the expert ids (default {@link InputCheck#AUTO})
+ * @param peerWrites    how rows reach a peer's buffers (default {@link PeerWrites#AUTO}: direct stores where mapped)
  */
 public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidden, int worldSize, int groupSize,
                         DType inType, boolean blockScales, DType expertOutType, DType outType,
-                        Duration waitTimeout, InputCheck inputCheck) {
+                        Duration waitTimeout, InputCheck inputCheck, PeerWrites peerWrites) {
 
     /** Elements covered by one block scale. */
     public static final int SCALE_BLOCK = 128;
@@ -40,6 +41,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         Objects.requireNonNull(outType, "outType");
         Objects.requireNonNull(waitTimeout, "waitTimeout");
         Objects.requireNonNull(inputCheck, "inputCheck");
+        Objects.requireNonNull(peerWrites, "peerWrites");
         positive("maxTokensPerRank", maxTokensPerRank);
         positive("numExperts", numExperts);
         positive("topK", topK);
@@ -133,7 +135,8 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
     public Builder toBuilder() {
         return new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
                 .worldSize(worldSize).groupSize(groupSize).inType(inType)
-                .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout).inputCheck(inputCheck);
+                .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout).inputCheck(inputCheck)
+                .peerWrites(peerWrites);
     }
 
     @Override
@@ -141,7 +144,8 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         return "M=" + maxTokensPerRank + " E=" + numExperts + " K=" + topK + " H=" + hidden + " W=" + worldSize
                 + " G=" + groupSize + " in=" + inType.label() + (blockScales ? "+scales" : "") + " expertOut="
                 + expertOutType.label() + " out=" + outType.label() + " timeout=" + waitTimeout.toMillis() + "ms"
-                + (inputCheck == InputCheck.AUTO ? "" : " idCheck=" + inputCheck);
+                + (inputCheck == InputCheck.AUTO ? "" : " idCheck=" + inputCheck)
+                + (peerWrites == PeerWrites.AUTO ? "" : " peerWrites=" + peerWrites);
     }
 
     /** Builder with the defaults of a small bf16 configuration. */
@@ -158,6 +162,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         private DType outType = DType.BF16;
         private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
         private InputCheck inputCheck = InputCheck.AUTO;
+        private PeerWrites peerWrites = PeerWrites.AUTO;
 
         public Builder maxTokensPerRank(int v) { maxTokensPerRank = v; return this; }
         public Builder numExperts(int v) { numExperts = v; return this; }
@@ -172,11 +177,12 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         public Builder outType(DType v) { outType = v; return this; }
         public Builder waitTimeout(Duration v) { waitTimeout = v; return this; }
         public Builder inputCheck(InputCheck v) { inputCheck = v; return this; }
+        public Builder peerWrites(PeerWrites v) { peerWrites = v; return this; }
 
         public MoeConfig build() {
             boolean scales = blockScales != null ? blockScales : inType == DType.FP8_E4M3;
             return new MoeConfig(maxTokensPerRank, numExperts, topK, hidden, worldSize, groupSize, inType, scales,
-                    expertOutType, outType, waitTimeout, inputCheck);
+                    expertOutType, outType, waitTimeout, inputCheck, peerWrites);
         }
     }
 }

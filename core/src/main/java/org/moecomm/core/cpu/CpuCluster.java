@@ -1,6 +1,5 @@
 package org.moecomm.core.cpu;
 
-import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -37,15 +36,13 @@ public final class CpuCluster implements AutoCloseable {
     private final int worldSize;
     private final SymmetricHeap heap;
     private final CyclicBarrier barrier;
-    private final AtomicReferenceArray<Thread> waiters;
-    private final AtomicReferenceArray<KernelRunner> runners;
+    private final AtomicReferenceArray<CpuRankRunner> runners;
     private volatile boolean closed;
 
     private CpuCluster(int worldSize) {
         this.worldSize = worldSize;
         this.heap = new SymmetricHeap(worldSize);
         this.barrier = new CyclicBarrier(worldSize);
-        this.waiters = new AtomicReferenceArray<>(worldSize);
         this.runners = new AtomicReferenceArray<>(worldSize);
     }
 
@@ -76,7 +73,7 @@ public final class CpuCluster implements AutoCloseable {
             throw new IllegalArgumentException("config.worldSize " + config.worldSize() + " differs from the cluster's "
                     + worldSize);
         }
-        CpuTransport transport = new CpuTransport(this, rank, config.waitTimeout());
+        CpuTransport transport = new CpuTransport(this, rank, config.waitTimeout(), runner(rank));
         CpuDeviceMemory memory = new CpuDeviceMemory();
         AllToAllProtocol handle;
         try {
@@ -160,7 +157,7 @@ public final class CpuCluster implements AutoCloseable {
         closed = true;
         heap.closeAll();
         for (int r = 0; r < worldSize; r++) {
-            KernelRunner runner = runners.getAndSet(r, null);
+            CpuRankRunner runner = runners.getAndSet(r, null);
             if (runner != null) {
                 runner.close();
             }
@@ -177,28 +174,11 @@ public final class CpuCluster implements AutoCloseable {
         return barrier;
     }
 
-    void registerWaiter(int rank, Thread thread) {
-        waiters.set(rank, thread);
-        VarHandle.fullFence(); // the waiter's next read of its signal must not move above this store
-    }
-
-    void unregisterWaiter(int rank, Thread thread) {
-        waiters.compareAndSet(rank, thread, null);
-    }
-
-    /** Unparks the thread of {@code rank} waiting for a signal, if any; called after the signal store. */
-    void wake(int rank) {
-        VarHandle.fullFence(); // the signal store must be visible before we look for a waiter
-        Thread t = waiters.get(rank);
-        if (t != null) {
-            java.util.concurrent.locks.LockSupport.unpark(t);
-        }
-    }
-
-    private KernelRunner runner(int rank) {
-        KernelRunner r = runners.get(rank);
+    /** The rank's kernel runner (made at its first handle, kept until the cluster closes). */
+    private CpuRankRunner runner(int rank) {
+        CpuRankRunner r = runners.get(rank);
         if (r == null) {
-            KernelRunner created = new CpuKernelRunner();
+            CpuRankRunner created = new CpuRankRunner(heap, rank, worldSize);
             if (runners.compareAndSet(rank, null, created)) {
                 r = created;
             } else {

@@ -40,6 +40,27 @@ final class SymmetricHeap {
         return a;
     }
 
+    /**
+     * {@code pe}'s copy of the bytes {@code local} views, where {@code local} lies inside one of
+     * {@code rank}'s symmetric segments (the same offset and size in {@code pe}'s segment).
+     *
+     * @throws IllegalArgumentException if {@code local} is not symmetric memory of {@code rank}
+     */
+    synchronized MemorySegment onPeer(int rank, MemorySegment local, int pe) {
+        if (pe < 0 || pe >= worldSize) {
+            throw new IllegalArgumentException("peer " + pe + " is outside [0, " + worldSize + ")");
+        }
+        long address = local.address();
+        for (Allocation a : allocations) {
+            MemorySegment mine = a.segments[rank];
+            long offset = address - mine.address();
+            if (mine.scope().isAlive() && offset >= 0 && offset + local.byteSize() <= mine.byteSize()) {
+                return a.segments[pe].asSlice(offset, local.byteSize());
+            }
+        }
+        throw new IllegalArgumentException(local + " is not symmetric memory of rank " + rank);
+    }
+
     /** Frees everything still allocated. */
     synchronized void closeAll() {
         for (Allocation a : allocations) {

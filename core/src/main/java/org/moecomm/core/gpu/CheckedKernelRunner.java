@@ -39,6 +39,12 @@ final class CheckedKernelRunner implements KernelRunner {
     }
 
     @Override
+    public void prepare(Kernel kernel, Object... args) {
+        exec.enter();
+        runner.prepare(kernel, args);
+    }
+
+    @Override
     public int concurrentBlocks() {
         return runner.concurrentBlocks();
     }

@@ -9,6 +9,7 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.bridge.cuda.CudaContext;
+import org.moecomm.bridge.cuda.CudaGraph;
 import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.bridge.nvshmem.ErrorBuffer;
 import org.moecomm.bridge.nvshmem.Nvshmem;
@@ -359,6 +360,45 @@ public final class GpuBackend implements AutoCloseable {
             throw new IllegalArgumentException("not a handle of this GPU backend: " + handle);
         }
         return new DeviceTiming(CudaStream.wrap(context, t.stream()), t::barrier);
+    }
+
+    /**
+     * Captures what {@code calls} enqueues on {@code handle}'s stream (its dispatch and combine
+     * calls, and the caller's own launches on {@link DeviceTiming#stream()} between them) into a
+     * CUDA graph: nothing runs during the capture, and the handle's calls go through their checks
+     * and phases as usual. Capture a whole round, or dispatch and combine into two graphs with the
+     * experts in between. Not collective; every rank captures the same calls.
+     *
+     * <pre>{@code
+     * try (RoundGraph round = gpu.capture(a2a, () -> {
+     *         a2a.dispatchSend(new DispatchInput(x, xScale, ids, TokenCount.inBuffer(m, 0)));
+     *         a2a.dispatchRecv(dispatchOut);
+     *         experts.launch(stream, dispatchOut, expertY);   // the caller's kernels
+     *         a2a.combineSend(expertY);
+     *         a2a.combineRecv(weights, out);
+     *     })) {
+     *     for (...) { write x, ids, weights, m; round.replay(); }
+     * }
+     * }</pre>
+     *
+     * @throws IllegalStateException if the handle checks its inputs on the host (set
+     *                               {@code InputCheck.DEVICE}, or keep {@code AUTO} on a GPU): host
+     *                               reads of device memory cannot be captured
+     */
+    public synchronized RoundGraph capture(MoeAllToAll handle, Runnable calls) {
+        Objects.requireNonNull(calls, "calls");
+        ensureOpen();
+        GpuTransport t = transports.get(Objects.requireNonNull(handle, "handle"));
+        if (t == null || !(handle instanceof AllToAllProtocol protocol)) {
+            throw new IllegalArgumentException("not a handle of this GPU backend: " + handle);
+        }
+        if (protocol.checksInputsOnHost()) {
+            throw new IllegalStateException("rank " + rank + ": the handle checks its inputs on the host ("
+                    + handle.config().inputCheck() + "), which a CUDA graph cannot capture; use InputCheck.DEVICE");
+        }
+        t.checkErrors();
+        CudaStream stream = CudaStream.wrap(context, t.stream());
+        return new RoundGraph(CudaGraph.capture(stream, calls), stream, protocol, t);
     }
 
     /** Collective: a transport and device memory on a stream of their own, without the protocol. */

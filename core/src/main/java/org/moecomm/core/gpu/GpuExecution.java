@@ -1,5 +1,6 @@
 package org.moecomm.core.gpu;
 
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.moecomm.bridge.cuda.CudaContext;
@@ -13,9 +14,9 @@ import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.kernels.api.Buf;
 
 /**
- * What one handle's GPU work shares: the CUDA context, the stream every launch, copy, put and
- * wait of the handle is enqueued on (so the GPU executes them in issue order), the error buffer
- * the bridge's kernels report to, and the names of the signals waited for.
+ * What one handle's GPU work shares: the CUDA context, the stream every launch and copy of the
+ * handle is enqueued on (so the GPU executes them in issue order), the error buffer the kernels'
+ * bounded waits and the bridge's barrier report to, and the names of the signals waited for.
  *
  * <p>Errors are found without synchronising: {@link #check()} reads the host-mapped error record
  * (a few nanoseconds) and throws; every transport call, launch and synchronising copy calls it.
@@ -95,6 +96,21 @@ final class GpuExecution implements AutoCloseable {
         return tag;
     }
 
+    /** Tags for {@code names} in order, consecutive (the first is returned); see {@link #register}. */
+    synchronized int registerConsecutive(List<String> names) {
+        if (names.size() >= NAME_SLOTS) {
+            throw new IllegalArgumentException(names.size() + " names, more than the " + NAME_SLOTS + " kept");
+        }
+        if (nextTag > Integer.MAX_VALUE - names.size()) {
+            nextTag = 1; // no wrap inside the range
+        }
+        int first = nextTag;
+        for (String name : names) {
+            register(name);
+        }
+        return first;
+    }
+
     private synchronized String nameOf(int tag) {
         int slot = tag & (NAME_SLOTS - 1);
         return nameTags[slot] == tag && names[slot] != null ? names[slot] : "operation #" + tag;
@@ -168,9 +184,6 @@ final class GpuExecution implements AutoCloseable {
             case WAIT_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name, e.expected(), e.seen(), waitedMs);
             case BARRIER_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name + " (PE " + e.peer()
                     + " did not arrive)", e.expected(), e.seen(), waitedMs);
-            case PUT_COUNT -> new MoeCommException("rank " + e.rank() + ": " + name + ": the count read on the GPU is "
-                    + e.seen() + " (x " + e.detail() + " bytes), but the destination has room for " + e.expected()
-                    + " bytes; nothing was sent");
             case UNKNOWN -> new MoeCommException("rank " + e.rank() + ": the NVSHMEM bridge recorded an unknown failure"
                     + " (" + e + ")");
         };

@@ -1,8 +1,6 @@
 package org.moecomm.core.protocol;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -13,6 +11,7 @@ import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.PeerWrites;
 import org.moecomm.core.Tensor;
 import org.moecomm.core.TokenCount;
 import org.moecomm.core.backend.SymmetricBuffer;
@@ -21,6 +20,7 @@ import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelRunner;
+import org.moecomm.kernels.moe.AllToAllKernels;
 import org.moecomm.kernels.moe.MoeKernels;
 
 /**
@@ -38,16 +38,18 @@ import org.moecomm.kernels.moe.MoeKernels;
 public final class AllToAllProtocol implements MoeAllToAll {
     private static final Logger LOG = LogManager.getLogger(AllToAllProtocol.class);
 
-    static final Kernel PACK = new Kernel(MoeKernels.class, "pack");
-    static final Kernel SCATTER = new Kernel(MoeKernels.class, "scatter");
-    static final Kernel GATHER = new Kernel(MoeKernels.class, "gather");
-    static final Kernel REDUCE = new Kernel(MoeKernels.class, "reduce");
+    static final Kernel DISPATCH_SEND = new Kernel(AllToAllKernels.class, "dispatchSend");
+    static final Kernel DISPATCH_RECV = new Kernel(AllToAllKernels.class, "dispatchRecv");
+    static final Kernel COMBINE_SEND = new Kernel(AllToAllKernels.class, "combineSend");
+    static final Kernel COMBINE_RECV = new Kernel(AllToAllKernels.class, "combineRecv");
 
-    /** Threads per block of every MoE kernel. */
+    /** Threads per block of every kernel. */
     static final int THREADS = MoeKernels.THREADS;
-    /** Cap on the y extent of the pack and scatter grids (each of pack's blocks repeats the numbering). */
+    /** Cap on the y extent of the dispatch grids (each of dispatch send's blocks repeats the numbering). */
     static final int MAX_BLOCKS_PER_UNIT = 64;
-    /** Rows of one local expert that one gather block copies at most (the launch's y extent is capacity / this). */
+    /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
+    static final int MIN_ROWS_PER_BLOCK = 4;
+    /** Rows of one local expert that one combine send block copies at most (the launch's y extent is capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
 
     private final MoeConfig config;
@@ -58,8 +60,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final DeviceMemory memory;
     private final AutoCloseable resources;
     private final int rank;
-    private final int group;
-    private final int member;
 
     // symmetric
     private final SymmetricBuffer dispatchRecv;
@@ -68,7 +68,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final SymmetricBuffer combineSend;
     private final SymmetricBuffer signals;
     // local
-    private final Buf sendRows;
+    private final Buf roundState;
+    private final Buf slotCounts;
+    private final Buf peerModes;
     private final Buf pairLocation;
     private final Buf pairsFromGroup;
     private final Buf expertOrigin;
@@ -76,13 +78,14 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf dummy;
     /** Where the device reports a bad expert id, when the ids are checked there ({@code null} otherwise). */
     private final Buf inputReport;
-    // the transport operations of each step, described once
-    private final Transport.PutBatch dispatchPuts;
-    private final Transport.WaitBatch dispatchWaits;
-    private final Transport.WaitBatch combineDoneWaits;
-    private final Transport.PutBatch combinePuts;
-    private final Transport.WaitBatch combineWaits;
-    private final Transport.SignalBatch combineDoneSignals;
+    /** Tag of the wait for signal word 0 (word i: + i), named for error messages. */
+    private final int waitTag;
+    /** 1 when some peer is reached by puts (combine send's second pass). */
+    private final int anyPut;
+    private final Grid dispatchSendGrid;
+    private final Grid dispatchRecvGrid;
+    private final Grid combineSendGrid;
+    private final Grid combineRecvGrid;
 
     private Phase phase = Phase.IDLE;
     private long round;
@@ -112,8 +115,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.layout = new BufferLayout(config);
         this.validator = new Validator(config, memory);
         this.rank = transport.rank();
-        this.group = config.groupOf(rank);
-        this.member = rank % config.groupSize();
 
         this.dispatchRecv = transport.allocateSymmetric(layout.dispatchRecvBytes());
         this.dispatchSend = transport.allocateSymmetric(layout.dispatchSendBytes());
@@ -121,7 +122,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.combineSend = transport.allocateSymmetric(layout.combineSendBytes());
         this.signals = transport.allocateSymmetric(layout.signalBytes());
 
-        this.sendRows = memory.allocate(layout.sendRowsBytes());
+        this.roundState = zeroed(layout.roundStateBytes());
+        this.slotCounts = zeroed(layout.slotCountsBytes());
+        this.peerModes = memory.allocate(layout.peerModesBytes());
         this.pairLocation = memory.allocate(layout.pairLocationBytes());
         this.pairsFromGroup = memory.allocate(layout.pairsFromGroupBytes());
         this.expertOrigin = memory.allocate(layout.expertOriginBytes());
@@ -129,45 +132,71 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dummy = memory.allocate(BufferLayout.DUMMY_BYTES);
         this.inputReport = validator.checksOnHost() ? null : memory.allocateHostVisible(4L * MoeKernels.REPORT_INTS);
 
-        List<Transport.Put> dp = new ArrayList<>();
-        List<Transport.Wait> dw = new ArrayList<>();
-        for (int j = 0; j < config.numGroups(); j++) {
-            int peer = j * config.groupSize() + member;
-            dp.add(new Transport.Put(layout.dispatchRegionOffset(j), layout.dispatchRegionOffset(group), j,
-                    layout.dispatchSignal(group), peer));
-            dw.add(new Transport.Wait(layout.dispatchSignal(j), peer, "dispatch[" + j + "]"));
+        int[] modes = new int[config.worldSize()];
+        int puts = 0;
+        for (int peer = 0; peer < modes.length; peer++) {
+            boolean direct = config.peerWrites() == PeerWrites.AUTO && transport.mapped(dispatchRecv, peer)
+                    && transport.mapped(combineRecv, peer);
+            modes[peer] = direct ? AllToAllKernels.PEER_DIRECT : AllToAllKernels.PEER_PUT;
+            puts += direct ? 0 : 1;
         }
-        this.dispatchPuts = new Transport.PutBatch(dispatchSend.local(), dispatchRecv, sendRows, layout.rowBytes(),
-                signals, dp);
-        this.dispatchWaits = new Transport.WaitBatch(signals, dw);
-        List<Transport.Put> cp = new ArrayList<>();
+        this.anyPut = puts > 0 ? 1 : 0;
+        memory.copyFromHost(MemorySegment.ofArray(modes), peerModes, 0);
+        List<String> names = new ArrayList<>();
         for (int g = 0; g < config.numGroups(); g++) {
-            for (int i = 0; i < config.groupSize(); i++) {
-                cp.add(new Transport.Put(layout.combineRegionOffset(g), layout.combineRegionOffset(rank), g,
-                        layout.combineSignal(rank), g * config.groupSize() + i));
-            }
+            names.add("dispatch[" + g + "]");
         }
-        this.combinePuts = new Transport.PutBatch(combineSend.local(), combineRecv, pairsFromGroup, layout.yBytes(),
-                signals, cp);
-        List<Transport.Wait> doneWaits = new ArrayList<>();
-        List<Transport.Wait> cw = new ArrayList<>();
-        List<Integer> everyone = new ArrayList<>();
         for (int d = 0; d < config.worldSize(); d++) {
-            doneWaits.add(new Transport.Wait(layout.combineDoneSignal(d), d, "combineDone[" + d + "]"));
-            cw.add(new Transport.Wait(layout.combineSignal(d), d, "combine[" + d + "]"));
-            everyone.add(d);
+            names.add("combine[" + d + "]");
         }
-        this.combineDoneWaits = new Transport.WaitBatch(signals, doneWaits);
-        this.combineWaits = new Transport.WaitBatch(signals, cw);
-        this.combineDoneSignals = new Transport.SignalBatch(signals, layout.combineDoneSignal(rank),
-                Transport.SignalOp.SET, everyone);
+        for (int d = 0; d < config.worldSize(); d++) {
+            names.add("combineDone[" + d + "]");
+        }
+        this.waitTag = transport.registerWaits(names);
 
-        LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes", rank, config,
-                layout.symmetricBytes(), layout.localBytes());
+        int ws = config.worldSize();
+        int ng = config.numGroups();
+        int capacity = config.expertCapacity();
+        int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK, 65535));
+        this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
+        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
+        this.combineSendGrid = Grid.of(config.expertsPerRank(), chunks, THREADS);
+        this.combineRecvGrid = Grid.of(config.maxTokensPerRank(), THREADS);
+        // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
+        runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
+        runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
+        runner.prepare(COMBINE_SEND, combineSendArgs(dummy, dummy));
+        runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
+
+        LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts",
+                rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws);
+    }
+
+    private Buf zeroed(long bytes) {
+        Buf b = memory.allocate(bytes);
+        memory.fill(b, (byte) 0);
+        return b;
     }
 
     public BufferLayout layout() {
         return layout;
+    }
+
+    /**
+     * Throws what the device has reported so far (a bad expert id or count found by dispatch
+     * send's check; the handle has failed then), without waiting for the device: what a caller
+     * replaying captured calls does between rounds ({@code RoundGraph.replay} does it).
+     */
+    public void checkDeviceReports() {
+        raiseDeviceInputError();
+    }
+
+    /**
+     * Whether this handle's calls read device memory on the host (the input checks run there):
+     * such calls cannot be captured into a CUDA graph.
+     */
+    public boolean checksInputsOnHost() {
+        return validator.checksOnHost();
     }
 
     /** The phase this handle is in (which call it accepts next). */
@@ -212,29 +241,28 @@ public final class AllToAllProtocol implements MoeAllToAll {
             case TokenCount.Fixed f -> numTokens;
             case TokenCount.InBuffer b -> b.buf().slice(b.index() * 4, 4);
         };
-        long t1 = System.nanoTime();
+        int fixedTokens = in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
         work(() -> {
             round++;
             m = rows;
             countBuf = counts;
-            int s = config.scalesPerToken();
-            // pack writes a host-known m into numTokens itself and checks ids and count where the
-            // host does not: one launch, no copy from the host
-            int fixedTokens = in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
-            runner.launch(PACK, Grid.of(config.worldSize(), blocksPer(config.worldSize()), THREADS), in.x().buf(),
-                    in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf,
-                    dispatchSend.local(), sendRows, pairLocation, inputReport != null ? inputReport : dummy, layout.xBytes(),
-                    s, config.topK(), config.expertsPerRank(), config.groupSize(), member, layout.rowBytes(),
-                    config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens, inputReport != null ? 1 : 0);
-            long t2 = System.nanoTime();
-            transport.putWithSignal(dispatchPuts, BufferLayout.signalValue(round, 0));
-            long t3 = System.nanoTime();
+            // one launch: pack, rows to every destination, the dispatch signals; the kernel writes a
+            // host-known m into numTokens and checks ids and count where the host does not
+            runner.launch(DISPATCH_SEND, dispatchSendGrid, dispatchSendArgs(in.x().buf(),
+                    in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf, fixedTokens));
             if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} dispatchSend: m={} rowsSent={} validate={}us pack={}us put={}us", rank,
-                        round, m, sumInts(sendRows, config.numGroups()), micros(t1 - t0), micros(t2 - t1),
-                        micros(t3 - t2));
+                LOG.debug("rank {} round {} dispatchSend: m={} issued in {}us", rank, round, m,
+                        micros(System.nanoTime() - t0));
             }
         });
+    }
+
+    private Object[] dispatchSendArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens) {
+        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
+                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, layout.xBytes(),
+                config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
+                layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
+                inputReport != null ? 1 : 0};
     }
 
     // ---- step 2: dispatch recv ----
@@ -247,30 +275,33 @@ public final class AllToAllProtocol implements MoeAllToAll {
         validator.dispatchOutput(out);
         work(() -> {
             Buf counts = out.expertNumTokens().buf().slice(0, 4L * config.expertsPerRank());
-            memory.fill(counts, (byte) 0);
-            transport.waitAtLeast(dispatchWaits, BufferLayout.signalValue(round, 0));
-            long t1 = System.nanoTime();
-            runner.launch(SCATTER, Grid.of(config.numGroups(), blocksPer(config.numGroups()), THREADS), dispatchRecv.local(),
-                    signals.local().slice(0, 8L * config.numGroups()), counts, out.expertX().buf(),
-                    out.expertXScale() != null ? out.expertXScale().buf() : dummy, expertOrigin, pairsFromGroup,
-                    layout.xBytes(), config.scalesPerToken(), config.topK(), layout.rowBytes(),
-                    config.maxTokensPerRank(), config.numGroups(), layout.pairsPerRegion());
+            runner.launch(DISPATCH_RECV, dispatchRecvGrid, dispatchRecvArgs(counts, out.expertX().buf(),
+                    out.expertXScale() != null ? out.expertXScale().buf() : dummy));
             expertNumTokens = counts;
-            long t2 = System.nanoTime();
             if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} dispatchRecv: pairsReceived={} wait={}us scatter={}us", rank, round,
-                        sumInts(counts, config.expertsPerRank()), micros(t1 - t0), micros(t2 - t1));
+                LOG.debug("rank {} round {} dispatchRecv: issued in {}us", rank, round, micros(System.nanoTime() - t0));
             }
         });
     }
 
+    private Object[] dispatchRecvArgs(Buf counts, Buf expertX, Buf expertXScale) {
+        return new Object[] {dispatchRecv.local(), signals.local(), slotCounts, counts, expertX, expertXScale,
+                expertOrigin, pairsFromGroup, roundState, transport.waitErrors(), config.waitTimeout().toNanos(),
+                waitTag, rank, config.groupSize(), config.expertsPerRank(), layout.xBytes(), config.scalesPerToken(),
+                config.topK(), layout.rowBytes(), config.maxTokensPerRank(), config.numGroups(),
+                layout.pairsPerRegion()};
+    }
+
     /**
-     * Blocks per destination (pack) or source group (scatter): enough for about two blocks per
-     * unit of device parallelism in all, since those kernels' bytes are the bulk of dispatch.
+     * Blocks per destination (dispatch send) or source group (dispatch recv): enough for about
+     * two blocks per unit of device parallelism in all, since those kernels' bytes are the bulk of
+     * dispatch, but no more than M allows (a decode round runs one block per unit: every block
+     * counts towards the signal, so idle blocks only add latency).
      */
     private int blocksPer(int units) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
-        return Math.max(1, Math.min(wanted, MAX_BLOCKS_PER_UNIT));
+        int useful = (config.maxTokensPerRank() + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
+        return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }
 
     // ---- step 3: combine send ----
@@ -281,23 +312,18 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long t0 = System.nanoTime();
         validator.expertY(expertY);
         work(() -> {
-            int capacity = config.expertCapacity();
-            int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK, 65535));
-            runner.launch(GATHER, Grid.of(config.expertsPerRank(), chunks, THREADS), expertY.buf(), expertNumTokens,
-                    expertOrigin, combineSend.local(), layout.yBytes(), capacity);
-            long t1 = System.nanoTime();
-            if (round > 1) {
-                transport.waitAtLeast(combineDoneWaits, round - 1);
-            }
-            long t2 = System.nanoTime();
-            transport.putWithSignal(combinePuts, BufferLayout.signalValue(round, 0));
-            long t3 = System.nanoTime();
+            runner.launch(COMBINE_SEND, combineSendGrid, combineSendArgs(expertY.buf(), expertNumTokens));
             if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} combineSend: pairsSent={} gather={}us waitDone={}us put={}us", rank, round,
-                        sumInts(pairsFromGroup, config.numGroups()), micros(t1 - t0), micros(t2 - t1),
-                        micros(t3 - t2));
+                LOG.debug("rank {} round {} combineSend: issued in {}us", rank, round, micros(System.nanoTime() - t0));
             }
         });
+    }
+
+    private Object[] combineSendArgs(Buf expertY, Buf counts) {
+        return new Object[] {expertY, counts, expertOrigin, combineSend.local(), combineRecv.local(), signals.local(),
+                pairsFromGroup, roundState, peerModes, transport.waitErrors(), config.waitTimeout().toNanos(), waitTag,
+                rank, config.worldSize(), config.groupSize(), layout.yBytes(), config.expertCapacity(),
+                layout.pairsPerRegion(), anyPut};
     }
 
     // ---- step 4: combine recv ----
@@ -308,18 +334,19 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long t0 = System.nanoTime();
         validator.combineOutput(weights, out, m);
         work(() -> {
-            transport.waitAtLeast(combineWaits, BufferLayout.signalValue(round, 0));
-            long t1 = System.nanoTime();
-            runner.launch(REDUCE, Grid.of(config.maxTokensPerRank(), THREADS), combineRecv.local(), pairLocation,
-                    weights.buf(), countBuf, out.buf(), config.hidden(), config.topK(),
-                    config.expertOutType().kernelCode(), config.outType().kernelCode());
-            long t2 = System.nanoTime();
-            transport.signal(combineDoneSignals, round);
+            runner.launch(COMBINE_RECV, combineRecvGrid, combineRecvArgs(weights.buf(), countBuf, out.buf()));
             if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} combineRecv: m={} wait={}us reduce={}us", rank, round, m, micros(t1 - t0),
-                        micros(t2 - t1));
+                LOG.debug("rank {} round {} combineRecv: m={} issued in {}us", rank, round, m,
+                        micros(System.nanoTime() - t0));
             }
         });
+    }
+
+    private Object[] combineRecvArgs(Buf weights, Buf counts, Buf out) {
+        return new Object[] {combineRecv.local(), pairLocation, weights, counts, out, signals.local(), roundState,
+                transport.waitErrors(), config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
+                config.numGroups(), config.hidden(), config.topK(), config.expertOutType().kernelCode(),
+                config.outType().kernelCode()};
     }
 
     /** Frees the handle's buffers; idempotent and never waits for peers. */
@@ -398,19 +425,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
             throw e;
         }
         phase = from.next();
-    }
-
-    /** Debug only: sums {@code n} int32 of a device buffer (a synchronising copy on a GPU). */
-    private long sumInts(Buf buf, int n) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment host = arena.allocate(4L * n, 4);
-            memory.copyToHost(buf, 0, host);
-            long sum = 0;
-            for (int i = 0; i < n; i++) {
-                sum += host.getAtIndex(ValueLayout.JAVA_INT, i);
-            }
-            return sum;
-        }
     }
 
     private static long micros(long nanos) {

@@ -1,6 +1,7 @@
 package org.moecomm.core.protocol;
 
 import org.moecomm.core.MoeConfig;
+import org.moecomm.kernels.moe.AllToAllKernels;
 
 /**
  * Every size and offset of the protocol's buffers, computed once from a {@link MoeConfig}
@@ -136,9 +137,19 @@ public final class BufferLayout {
 
     // ---- local buffers ----
 
-    /** {@code sendRows [NG]} int32. */
-    public long sendRowsBytes() {
-        return 4L * config.numGroups();
+    /** {@code roundState}: int32 words of {@code AllToAllKernels} (the round and the grids' completion counters). */
+    public long roundStateBytes() {
+        return 4L * AllToAllKernels.stateWords(config.worldSize());
+    }
+
+    /** {@code slotCounts [L]} int32: dispatch recv's slot counters, zero between rounds. */
+    public long slotCountsBytes() {
+        return 4L * config.expertsPerRank();
+    }
+
+    /** {@code peerModes [W]} int32: {@code AllToAllKernels.PEER_DIRECT} or {@code PEER_PUT} per peer. */
+    public long peerModesBytes() {
+        return 4L * config.worldSize();
     }
 
     /** {@code pairLocation [M][K]} int32. */
@@ -163,8 +174,8 @@ public final class BufferLayout {
 
     /** Local bytes per rank (the buffers above plus a small dummy buffer). */
     public long localBytes() {
-        return sendRowsBytes() + pairLocationBytes() + pairsFromGroupBytes() + expertOriginBytes() + numTokensBytes()
-                + DUMMY_BYTES;
+        return roundStateBytes() + slotCountsBytes() + peerModesBytes() + pairLocationBytes() + pairsFromGroupBytes()
+                + expertOriginBytes() + numTokensBytes() + DUMMY_BYTES;
     }
 
     /** Size of the placeholder passed for unused buffer parameters (xScale without scales). */

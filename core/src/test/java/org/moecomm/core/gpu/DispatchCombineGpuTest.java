@@ -27,8 +27,9 @@ class DispatchCombineGpuTest {
      * Each case runs rounds cycling m = M, m = 0, m < M with -1 ids, and skewed routing (see
      * {@link DispatchCombineMain#variant}); together they cover W in {2, 4, 8}, G in {1, 2}, every
      * dtype (dispatch bf16/fp16/fp8, expert outputs bf16/fp16/fp32, out bf16/fp16), 50 rounds on
-     * one handle, the send/recv halves with a kernel between them, and the deepseek-v3 preset at
-     * M = 128 with 8 PEs on one GPU.
+     * one handle, the send/recv halves with a kernel between them, the deepseek-v3 preset at
+     * M = 128 with 8 PEs on one GPU, and the put path (every peer reached by staged puts, as
+     * InfiniBand and EFA peers are) next to the default direct stores.
      */
     @ParameterizedTest(name = "W={0} G={1} E={2} K={3} H={4} M={5} {6}->{7}->{8} rounds={9} {10}")
     @CsvSource({
@@ -40,6 +41,9 @@ class DispatchCombineGpuTest {
         "4, 2, 16, 4, 512, 16, FP16, FP32, BF16, 50, halves",
         "8, 2, 64, 6, 2048, 32, FP8_E4M3, FP16, BF16, 4, plain",
         "8, 1, 256, 8, 7168, 128, FP8_E4M3, BF16, BF16, 2, plain",
+        "4, 1, 16, 4, 512, 24, FP8_E4M3, BF16, BF16, 8, puts",
+        "4, 2, 16, 4, 512, 16, BF16, FP32, BF16, 8, halves+puts",
+        "2, 1, 256, 8, 7168, 128, FP8_E4M3, BF16, BF16, 4, puts",
     })
     void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut,
                                  String outType, int rounds, String mode) {
@@ -53,6 +57,30 @@ class DispatchCombineGpuTest {
         String text = out.text();
         for (int rank = 0; rank < world; rank++) {
             assertTrue(text.contains("[rank " + rank + "] CHECK dispatch-combine ok rank " + rank),
+                    "rank " + rank + " did not report success");
+        }
+    }
+
+    /**
+     * Dispatch and combine captured once into two CUDA graphs each rank, then replayed 120 rounds
+     * with new tokens, ids, weights and m (through a count in device memory) written into the same
+     * buffers before each replay, every round checked against the reference; with direct stores
+     * and with puts.
+     */
+    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6}")
+    @CsvSource({
+        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
+        "2, 16, 4, 512, 24, BF16, PUTS",
+    })
+    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
+        GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
+        LocalLauncher.Result r = GpuTestSupport.launcher(world, GraphReplayMain.class, out, Duration.ofMinutes(5))
+                .args(Integer.toString(e), Integer.toString(k), Integer.toString(h), Integer.toString(m), in, writes,
+                        "120", Long.toString(77L * world))
+                .build().run();
+        assertArrayEquals(new int[world], r.exitCodes());
+        for (int rank = 0; rank < world; rank++) {
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK graph-replay ok rank " + rank),
                     "rank " + rank + " did not report success");
         }
     }

@@ -7,6 +7,7 @@ import java.time.Duration;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.PeerWrites;
 import org.moecomm.core.check.CheckedRound;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
@@ -23,9 +24,10 @@ import org.moecomm.kernels.ptx.PtxCompiler;
  * each checked against the plain-Java reference ({@link CheckedRound}), alternating the token
  * count between a Java int and a device buffer and cycling the workload through m = M, m = 0,
  * m < M per group with -1 ids, and skewed routing. Arguments: {@code G E K H M inType
- * expertOutType rounds seed [outType [halves]]}; with {@code halves} every operation runs as
- * its send and receive halves with a kernel ({@link ScratchKernels#increment}) launched between
- * them, whose result is checked at the end. Prints {@code CHECK dispatch-combine ok rank r} or
+ * expertOutType rounds seed [outType [mode]]}; with {@code halves} in the mode every operation
+ * runs as its send and receive halves with a kernel ({@link ScratchKernels#increment}) launched
+ * between them, whose result is checked at the end; with {@code puts} every peer is reached by
+ * staged puts ({@link PeerWrites#PUTS}) instead of direct stores. Prints {@code CHECK dispatch-combine ok rank r} or
  * the problems (exit code 1).
  */
 public final class DispatchCombineMain {
@@ -38,7 +40,7 @@ public final class DispatchCombineMain {
         int world = Integer.parseInt(System.getenv(LaunchEnv.WORLD_SIZE));
         int g = Integer.parseInt(args[0]);
         int maxTokens = Integer.parseInt(args[4]);
-        MoeConfig config = MoeConfig.builder()
+        MoeConfig base = MoeConfig.builder()
                 .worldSize(world)
                 .groupSize(g)
                 .numExperts(Integer.parseInt(args[1]))
@@ -50,9 +52,14 @@ public final class DispatchCombineMain {
                 .outType(args.length > 9 ? DType.valueOf(args[9]) : DType.BF16)
                 .waitTimeout(Duration.ofSeconds(60))
                 .build();
+        MoeConfig config = base;
         int rounds = Integer.parseInt(args[7]);
         long seed = Long.parseLong(args[8]);
-        boolean halves = args.length > 10 && args[10].equals("halves");
+        String mode = args.length > 10 ? args[10] : "plain";
+        boolean halves = mode.contains("halves");
+        if (mode.contains("puts")) {
+            config = config.toBuilder().peerWrites(PeerWrites.PUTS).build();
+        }
         int bad = 0;
         try (GpuBackend gpu = GpuBackend.start(config)) {
             int rank = gpu.rank();
@@ -93,7 +100,7 @@ public final class DispatchCombineMain {
                 System.exit(1);
             }
             System.out.println("CHECK dispatch-combine ok rank " + rank + " (" + rounds + " rounds"
-                    + (halves ? ", halves with a kernel between" : "") + ")");
+                    + (halves ? ", halves with a kernel between" : "") + ", peerWrites " + config.peerWrites() + ")");
         }
     }
 

@@ -7,6 +7,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.PeerWrites;
 import org.moecomm.core.Preset;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.testing.Harness;
@@ -62,7 +63,18 @@ class DispatchCombineTest {
                 Arguments.of("W8 G2 bf16->fp16->fp16 skewed drop", c(8, 2, 32, 4, 256, 16, BF16, FP16, FP16),
                         random().skewedTo(5).drop(0.1)),
                 Arguments.of("W8 G1 fp16 K>L", c(8, 1, 16, 8, 1024, 8, FP16, FP32, BF16), random()),
-                Arguments.of("W8 G2 mixtral-8x7b L=1", preset(Preset.MIXTRAL_8X7B, 8, 2, 4), random()));
+                Arguments.of("W8 G2 mixtral-8x7b L=1", preset(Preset.MIXTRAL_8X7B, 8, 2, 4), random()),
+                // the put path (staged rows and non-blocking puts, as peers over a network get)
+                Arguments.of("W2 puts m=320", puts(c(2, 1, 8, 4, 256, 320, BF16, BF16, BF16)),
+                        random().tokens(320).drop(0.05)),
+                Arguments.of("W4 G2 puts fp8 skewed", puts(c(4, 2, 16, 4, 512, 12, FP8, FP32, BF16)),
+                        random().skewedTo(1).drop(0.1)),
+                Arguments.of("W4 G1 puts deepseek-v2-lite m=0", puts(preset(Preset.DEEPSEEK_V2_LITE, 4, 1, 8)),
+                        random().tokens(0)));
+    }
+
+    private static MoeConfig puts(MoeConfig config) {
+        return config.toBuilder().peerWrites(PeerWrites.PUTS).build();
     }
 
     @ParameterizedTest(name = "{0}")

@@ -108,8 +108,56 @@ public interface KernelContext {
      * context {@code errors} (the backend's, see {@code GpuEndpoint.errorContext()}) and returns
      * false; it also returns false at once when {@code errors} already holds a failure, so a failed
      * round does not wait its bound again. The host raises the record as an exception. On the JVM
-     * a wait that runs out fails the launch with the same facts ({@code errors} is not used there).
+     * a wait that runs out fails the launch with the same facts (a
+     * {@code org.moecomm.kernels.cpu.PeerWaitTimeoutException}; {@code errors} is not used there).
      * {@code rank}, {@code peer} and {@code tag} only describe the wait.
      */
     boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag);
+
+    /**
+     * {@code pe}'s copy of the symmetric buffer {@code symmetric} (or of a slice of one), for direct
+     * loads and stores by this kernel: the same offset and size in {@code pe}'s memory. On the GPU
+     * it is the address {@code nvshmem_ptr} gives, which exists only for peers the GPU reaches by
+     * loads and stores (the same GPU, NVLink or PCIe peer-to-peer mappings): call it only for a
+     * peer the host found mapped; for any other the result is undefined. On the JVM it is
+     * {@code PeerMemory.onPeer}. Stores through it are ordinary stores into another rank's memory:
+     * follow them with {@link #systemFence()} before a signal that publishes them.
+     */
+    Buf peerBuf(Buf symmetric, int pe);
+
+    /**
+     * Block-collective, non-blocking put ({@code nvshmemx_putmem_nbi_block}): copies {@code bytes}
+     * from {@code src} to {@code pe}'s copy of the symmetric {@code dst}. The copy is complete
+     * (visible at {@code pe}) only after {@link #quiet()}; until then {@code src} must not change.
+     * Every thread of the block calls it with the same arguments (like {@link #localBarrier()},
+     * which it implies on the JVM). On the JVM the copy is complete when it returns.
+     */
+    void putBlockNbi(Buf dst, Buf src, long bytes, int pe);
+
+    /**
+     * Warp-collective, non-blocking put ({@code nvshmemx_putmem_nbi_warp}): like
+     * {@link #putBlockNbi}, by the 32 threads of one warp, all of which call it with the same
+     * arguments; complete after {@link #quiet()}. On the JVM the lanes of a warp are not
+     * synchronised: the warp's lane 0 ({@code localIdx() % 32 == 0}) copies and the other lanes
+     * return at once, so what the put reads must be written before a {@link #localBarrier()} that
+     * precedes the put (not just by the warp's own lanes before the call).
+     */
+    void putWarpNbi(Buf dst, Buf src, long bytes, int pe);
+
+    /**
+     * Completes this thread's earlier non-blocking puts ({@code nvshmem_quiet}): their bytes are
+     * visible at their destinations afterwards, so a {@link #signalSet} after it publishes them.
+     * After a block (warp) put, let every thread of the block (warp) call it, then reach a
+     * {@link #localBarrier()} before one of them signals. On the JVM every put is complete when it
+     * returns and this is a full fence.
+     */
+    void quiet();
+
+    /**
+     * Orders this thread's memory accesses before it (stores into peers' memory through
+     * {@link #peerBuf} included) before its later ones, for every observer in the system: other
+     * GPUs, other processes ({@code fence.sc.sys}; on the JVM a full fence). The
+     * {@link #globalFence()} of stores that other ranks read directly.
+     */
+    void systemFence();
 }

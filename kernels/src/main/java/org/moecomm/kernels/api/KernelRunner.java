@@ -22,6 +22,15 @@ public interface KernelRunner extends AutoCloseable {
      */
     int concurrentBlocks();
 
+    /**
+     * Makes {@code kernel} ready to launch with arguments like {@code args} (on a GPU: compiled,
+     * specialised for the values of its {@code @Specialize} parameters, loaded), so that a later
+     * launch does no more than enqueue it: launches captured into a CUDA graph must not load
+     * modules. A no-op where nothing needs preparing.
+     */
+    default void prepare(Kernel kernel, Object... args) {
+    }
+
     /** Waits for every launch made so far; a no-op where launches are synchronous. */
     default void synchronize() {
     }

@@ -164,8 +164,7 @@ final class CpuKernelContext implements KernelContext {
             }
             long waited = System.nanoTime() - start;
             if (waited >= timeoutNanos) {
-                throw new IllegalStateException("rank " + rank + ": wait for peer " + peer + " (tag " + tag
-                        + ") ran out after " + waited / 1_000_000 + " ms: expected >= " + value + ", seen " + seen);
+                throw new PeerWaitTimeoutException(rank, peer, tag, value, seen, waited);
             }
             // Other kernel threads of this and other ranks are virtual threads too: let them run.
             if (polls < 1000) {
@@ -174,6 +173,51 @@ final class CpuKernelContext implements KernelContext {
                 LockSupport.parkNanos(20_000);
             }
         }
+    }
+
+    @Override
+    public Buf peerBuf(Buf symmetric, int pe) {
+        return peers("peerBuf").onPeer(symmetric, pe);
+    }
+
+    @Override
+    public void putBlockNbi(Buf dst, Buf src, long bytes, int pe) {
+        PeerMemory peers = peers("putBlockNbi");
+        // Block-collective like putSignal; the copy is complete when it returns, so quiet() has
+        // nothing left to do.
+        block.barrier(thread);
+        if (thread == 0) {
+            put("putBlockNbi", peers, dst, src, bytes, pe);
+        }
+        block.barrier(thread);
+    }
+
+    @Override
+    public void putWarpNbi(Buf dst, Buf src, long bytes, int pe) {
+        PeerMemory peers = peers("putWarpNbi");
+        // The lanes of a warp are not synchronised on the JVM: lane 0 copies, the others return at
+        // once (what the put reads must be written before a barrier that precedes it).
+        if (thread % WARP_SIZE == 0) {
+            put("putWarpNbi", peers, dst, src, bytes, pe);
+        }
+    }
+
+    private static void put(String call, PeerMemory peers, Buf dst, Buf src, long bytes, int pe) {
+        if (bytes < 0 || bytes > src.byteSize() || bytes > dst.byteSize()) {
+            throw new IllegalArgumentException(call + " of " + bytes + " bytes from " + src + " to " + dst);
+        }
+        MemorySegment.copy(src.segment(), 0, peers.onPeer(dst, pe).segment(), 0, bytes);
+    }
+
+    @Override
+    public void quiet() {
+        // Every put completed when it returned; order them before what follows, like nvshmem_quiet.
+        VarHandle.fullFence();
+    }
+
+    @Override
+    public void systemFence() {
+        VarHandle.fullFence();
     }
 
     private PeerMemory peers(String call) {

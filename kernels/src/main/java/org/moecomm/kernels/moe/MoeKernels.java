@@ -72,6 +72,29 @@ public final class MoeKernels {
                             Buf sendRows, Buf pairLocation, Buf inputReport, int xBytes, int scalesPerToken, int topK,
                             int expertsPerRank, int groupSize, int member, int rowBytes, int maxTokens,
                             int pairsPerRegion, int fixedTokens, int checkIds) {
+        int dest = ctx.groupIdx();
+        boolean serves = dest % groupSize == member;
+        int rows = packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
+                (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
+                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
+        if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == 0) {
+            sendRows.setInt(dest / groupSize, rows);
+        }
+    }
+
+    /**
+     * The body of {@link #pack} for destination {@code d = groupIdx()}: numbers the rows, writes
+     * {@code pairLocation} (and m, and the input check, as pack documents) and, with
+     * {@code copy != 0}, writes block {@code y}'s contiguous share of each chunk's rows into
+     * {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block then
+     * puts that share, non-blocking, to the same rows of {@code putPeer}'s {@code putDst} from row
+     * {@code putRegionRow} (complete after {@code quiet}). Returns the rows routed to {@code d}
+     * (every thread, every block of {@code d}).
+     */
+    static int packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
+                        Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
+                        int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
+                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
@@ -97,7 +120,6 @@ public final class MoeKernels {
                 }
             }
         }
-        long regionRow = (long) (dest / groupSize) * maxTokens;
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
         int[] scanRows = ctx.allocateIntLocalArray(2 * MAX_THREADS);
@@ -154,19 +176,29 @@ public final class MoeKernels {
             }
             ctx.localBarrier();
 
-            if (dest % groupSize == member) {
-                copyRowsToSend(ctx, x, xScale, indices, dispatchSend, rowToken, rowPairBase, rowPairs, chunkRows,
-                        regionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, expertsPerRank,
+            if (copy != 0) {
+                // Block y's share of the chunk: rows [lo, hi), contiguous so that one put carries it.
+                int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
+                int lo = min(chunkRows, ctx.groupIdy() * share);
+                int hi = min(chunkRows, lo + share);
+                copyRowsToSend(ctx, x, xScale, indices, rowsOut, rowToken, rowPairBase, rowPairs, lo, hi,
+                        outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, expertsPerRank,
                         rowBytes);
+                if (putPeer >= 0 && hi > lo) {
+                    // the whole share written (and visible to a network adapter) before the put reads it
+                    ctx.systemFence();
+                    ctx.localBarrier();
+                    long bytes = (long) (hi - lo) * rowBytes;
+                    ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore + lo) * rowBytes, bytes),
+                            rowsOut.slice((outRegionRow + rowsBefore + lo) * rowBytes, bytes), bytes, putPeer);
+                }
             }
             rowsBefore += chunkRows;
             pairsBefore += chunkPairs;
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        if (dest % groupSize == member && tid == 0 && leader) {
-            sendRows.setInt(dest / groupSize, rowsBefore);
-        }
+        return rowsBefore;
     }
 
     /**
@@ -214,10 +246,24 @@ public final class MoeKernels {
                                Buf expertX, Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, int xBytes,
                                int scalesPerToken, int topK, int rowBytes, int maxTokens, int numGroups,
                                int pairsPerRegion) {
+        int group = ctx.groupIdx();
+        scatterRows(ctx, dispatchRecv, (int) (dispatchSignals.getLong(group) & 0xffffffffL), expertNumTokens, expertX,
+                expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+                numGroups, pairsPerRegion);
+    }
+
+    /**
+     * The body of {@link #scatter} for source group {@code g = groupIdx()}, which sent
+     * {@code receivedRows} rows (clamped to {@code [0, maxTokens]}); slots are taken from
+     * {@code slotCounts} (int32 {@code [L]}, zero before the first block of the launch starts).
+     */
+    static void scatterRows(KernelContext ctx, Buf dispatchRecv, int receivedRows, Buf slotCounts, Buf expertX,
+                            Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken,
+                            int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int group = ctx.groupIdx();
-        int rows = clamp((int) (dispatchSignals.getLong(group) & 0xffffffffL), 0, maxTokens);
+        int rows = clamp(receivedRows, 0, maxTokens);
         int capacity = numGroups * maxTokens;
         int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
         long regionRow = (long) group * maxTokens;
@@ -246,7 +292,7 @@ public final class MoeKernels {
                 int pairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
                 for (int p = 0; p < pairs; p++) {
                     int expert = dispatchRecv.getInt(meta + 2 + p);
-                    int slot = ctx.atomicAdd(expertNumTokens, expert, 1);
+                    int slot = ctx.atomicAdd(slotCounts, expert, 1);
                     if (slot >= capacity) {
                         slot = -1; // only with invalid input; never write past the expert's rows
                     } else {
@@ -330,9 +376,14 @@ public final class MoeKernels {
                               Buf out, int hidden, @Specialize int topK, @Specialize int yDtype,
                               @Specialize int outDtype) {
         int t = ctx.groupIdx();
-        if (t >= numTokens.getInt(0)) {
-            return;
+        if (t < numTokens.getInt(0)) {
+            reduceToken(ctx, t, combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
         }
+    }
+
+    /** The body of {@link #reduce} for token {@code t}: every thread of the block takes its share of {@code h}. */
+    static void reduceToken(KernelContext ctx, int t, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
+                            int hidden, int topK, int yDtype, int outDtype) {
         long first = (long) t * topK;
         for (int h = ctx.localIdx(); h < hidden; h += ctx.localGroupSizeX()) {
             float acc = 0f;
@@ -409,11 +460,11 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy: warps take the chunk's rows in turn; a warp copies the token in 16-byte
+     * pack's copy of rows {@code [lo, hi)} of the chunk: warps take them in turn; a warp copies the token in 16-byte
      * pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      */
     private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf dispatchSend,
-                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, int rows, long firstRow,
+                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, int lo, int hi, long firstRow,
                                        int xBytes, int scalesPerToken, int topK, int firstExpert, int perRank,
                                        int rowBytes) {
         int threads = ctx.localGroupSizeX();
@@ -427,10 +478,8 @@ public final class MoeKernels {
         int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole warp (block sizes not a multiple of 32) only wait.
-        // The chunk's rows are dealt to the warps of all Y blocks of this destination.
-        int allWarps = ctx.numGroupsY() * warps;
         if (warp < warps) {
-            for (int r = ctx.groupIdy() * warps + warp; r < rows; r += allWarps) {
+            for (int r = lo + warp; r < hi; r += warps) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
@@ -501,7 +550,7 @@ public final class MoeKernels {
     }
 
     /** Threads that copy one row together: a warp, or the whole block when it is smaller. */
-    private static int copyWidth(int threads) {
+    static int copyWidth(int threads) {
         return min(WARP, threads);
     }
 
@@ -510,7 +559,7 @@ public final class MoeKernels {
     }
 
     // Math.min and Math.max lower to single min/max instructions (no branches) on the GPU.
-    private static int min(int a, int b) {
+    static int min(int a, int b) {
         return Math.min(a, b);
     }
 
@@ -518,7 +567,7 @@ public final class MoeKernels {
         return Math.max(a, b);
     }
 
-    private static int clamp(int v, int lo, int hi) {
+    static int clamp(int v, int lo, int hi) {
         if (v < lo) {
             return lo;
         }

@@ -49,6 +49,17 @@ final class DeviceFunctions {
     static final Function WAIT_GE = new Function("mnvd_wait_ge", "b32",
             List.of("b64", "b64", "b64", "b64", "b32", "b32", "b32"));
 
+    /** void* mnvd_ptr(const void* ptr, int pe): pe's copy of a symmetric address (generic), or null */
+    static final Function PTR = new Function("mnvd_ptr", "b64", List.of("b64", "b32"));
+    /** void mnvd_put_nbi_block(void* dst, const void* src, u64 bytes, int pe) */
+    static final Function PUT_NBI_BLOCK = new Function("mnvd_put_nbi_block", null,
+            List.of("b64", "b64", "b64", "b32"));
+    /** void mnvd_put_nbi_warp(void* dst, const void* src, u64 bytes, int pe) */
+    static final Function PUT_NBI_WARP = new Function("mnvd_put_nbi_warp", null,
+            List.of("b64", "b64", "b64", "b32"));
+    /** void mnvd_quiet(void) */
+    static final Function QUIET = new Function("mnvd_quiet", null, List.of());
+
     private DeviceFunctions() {
     }
 

@@ -203,6 +203,16 @@ final class Intrinsics {
             c.f().op("setp.eq.s32 " + p + ", " + timedOut + ", 0");
             c.f().op("selp.b32 " + c.result() + ", 1, 0, " + p);
         });
+        def(CTX, "peerBuf", "(" + B + "I)" + B, c -> {
+            String generic = DeviceFunctions.call(c.f(), DeviceFunctions.PTR, List.of(c.arg(1), c.arg(2)), true);
+            c.f().op("cvta.to.global.u64 " + c.result() + ", " + generic);
+        });
+        def(CTX, "putBlockNbi", "(" + B + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.PUT_NBI_BLOCK,
+                List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4)), true, true));
+        def(CTX, "putWarpNbi", "(" + B + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.PUT_NBI_WARP,
+                List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4)), true, true));
+        def(CTX, "quiet", "()V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.QUIET, List.of()));
+        def(CTX, "systemFence", "()V", c -> c.f().op("fence.sc.sys"));
 
         // ---- Buf accessors: element index in units of the type's width ----
         load("getByte", "(J)B", "s8", 0);

@@ -36,6 +36,8 @@ class OneSidedCommunicationTest {
     private static final int TAG = 7;
     private static final Kernel EXCHANGE = new Kernel(CommKernels.class, "exchange");
     private static final Kernel COUNT = new Kernel(CommKernels.class, "count");
+    private static final Kernel PUT_SHARES = new Kernel(CommKernels.class, "putShares");
+    private static final Kernel PING_PONG = new Kernel(CommKernels.class, "pingPong");
 
     private final Arena arena = Arena.ofShared();
 
@@ -138,6 +140,83 @@ class OneSidedCommunicationTest {
         });
     }
 
+    /**
+     * A message split over 4 blocks, each putting its part and adding its share to the signal
+     * ({@code putSignalAddBlock}): over rounds every part arrives and every word ends at exactly
+     * the sum of the shares.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3})
+    void putSignalAddBlockPartsAddTheirSharesToTheSignal(int world) {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            int chunks = 4;
+            long chunkBytes = 4096;
+            long region = chunks * chunkBytes;
+            long delta = 1L << 30;
+            TestPeerMemory heap = new TestPeerMemory(world, arena);
+            Buf[] recv = heap.allocate(world * region);
+            Buf[] signals = heap.allocate(8L * world);
+            Random random = new Random(17 + world);
+            for (int round = 1; round <= 3; round++) {
+                Buf[] send = new Buf[world];
+                for (int r = 0; r < world; r++) {
+                    send[r] = Buf.allocate(arena, world * region);
+                    for (long i = 0; i < world * region / 8; i++) {
+                        send[r].setLong(i, random.nextLong());
+                    }
+                    recv[r].segment().fill((byte) 0x5A);
+                }
+                allRanks(world, r -> new CpuKernelRunner(4, heap.rank(r)).launch(PUT_SHARES,
+                        Grid.of(world, chunks, 32), recv[r], send[r], signals[r], chunkBytes, region, delta, r));
+                for (int r = 0; r < world; r++) {
+                    for (int s = 0; s < world; s++) {
+                        assertEquals(round * chunks * delta, signals[r].getLong(s), "round " + round + ": signal " + s
+                                + " at " + r);
+                        for (long i = 0; i < region / 8; i++) {
+                            assertEquals(send[s].getLong((r * region) / 8 + i), recv[r].getLong((s * region) / 8 + i),
+                                    "round " + round + " rank " + r + " region " + s + " word " + i);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /** Round trips between ranks 0 and 1 in one launch each (a third rank takes no part). */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3})
+    void pingPongRoundTripsInOneLaunch(int world) {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            int rounds = 50;
+            long bytes = 256;
+            TestPeerMemory heap = new TestPeerMemory(world, arena);
+            Buf[] data = heap.allocate(2 * bytes);
+            Buf[] signals = heap.allocate(16);
+            Buf[] src = new Buf[world];
+            for (int r = 0; r < world; r++) {
+                src[r] = Buf.allocate(arena, bytes);
+                src[r].segment().fill((byte) (r + 1));
+            }
+            for (int launch = 0; launch < 2; launch++) {
+                long base = (long) launch * rounds;
+                allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(PING_PONG, Grid.of(1, 32), data[r],
+                        src[r], signals[r], signals[r], bytes, base, rounds, 10 * SECOND, r, TAG));
+                assertEquals(base + rounds, signals[1].getLong(0), "ping word at rank 1");
+                assertEquals(base + rounds, signals[0].getLong(1), "pong word at rank 0");
+            }
+            for (long i = 0; i < bytes; i++) {
+                assertEquals(1, data[1].getByte(i), "rank 1 byte " + i + " from rank 0");
+                assertEquals(2, data[0].getByte(bytes + i), "rank 0 byte " + i + " from rank 1");
+            }
+            assertEquals(0, signals[0].getLong(0));
+            assertEquals(0, signals[1].getLong(1));
+            if (world > 2) {
+                assertEquals(0, signals[2].getLong(0));
+                assertEquals(0, data[2].getByte(0));
+            }
+        });
+    }
+
     @Test
     void aWaitThatRunsOutFailsTheLaunchNamingPeerTagAndValues() {
         TestPeerMemory heap = new TestPeerMemory(2, arena);
@@ -147,9 +226,15 @@ class OneSidedCommunicationTest {
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
                 heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, arrived, 1L, 5L, 0,
                 SECOND / 5, 0, 2, TAG));
-        IllegalStateException cause = assertInstanceOf(IllegalStateException.class, e.getCause());
+        PeerWaitTimeoutException cause = assertInstanceOf(PeerWaitTimeoutException.class, e.getCause());
         assertTrue(cause.getMessage().contains("rank 0: wait for peer -1 (tag " + TAG + ")"), cause.getMessage());
         assertTrue(cause.getMessage().contains("expected >= 5, seen 1"), cause.getMessage());
+        assertEquals(0, cause.rank());
+        assertEquals(-1, cause.peer());
+        assertEquals(TAG, cause.tag());
+        assertEquals(5, cause.expected());
+        assertEquals(1, cause.seen());
+        assertTrue(cause.waitedNanos() >= SECOND / 5, "waited " + cause.waitedNanos() + " ns");
     }
 
     @Test

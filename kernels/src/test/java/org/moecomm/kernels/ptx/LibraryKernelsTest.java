@@ -17,29 +17,52 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.moecomm.kernels.api.Kernel;
 
 /**
- * Every kernel of the library ({@code org.moecomm.kernels.moe.MoeKernels}) compiles and
+ * Every kernel of the library ({@code org.moecomm.kernels.moe.MoeKernels} and the round kernels
+ * of {@code AllToAllKernels}, generic and specialised as the protocol launches them) compiles and
  * {@code ptxas -arch=sm_90a} accepts it. The class is looked up by name so this test does not
  * tie the compiler's tests to the library's source.
  */
 class LibraryKernelsTest {
     static final String LIBRARY = "org.moecomm.kernels.moe.MoeKernels";
+    static final String ROUND_KERNELS = "org.moecomm.kernels.moe.AllToAllKernels";
 
     @TempDir
     Path tmp;
 
     static Stream<Kernel> library() {
+        return Stream.concat(kernelsOf(LIBRARY), kernelsOf(ROUND_KERNELS));
+    }
+
+    private static Stream<Kernel> kernelsOf(String className) {
         try {
-            return TestKernelSuiteTest.kernelsOf(Class.forName(LIBRARY)).stream();
+            return TestKernelSuiteTest.kernelsOf(Class.forName(className)).stream();
         } catch (ClassNotFoundException e) {
             return Stream.empty();
         }
     }
 
     @Test
+    void roundKernelsCompileSpecialisedAsTheProtocolLaunchesThem() throws Exception {
+        Kernel recv = library().filter(k -> k.name().equals("combineRecv")).findFirst().orElse(null);
+        Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
+        int[] positions = recv.specializedPositions();
+        Object[] args = new Object[positions[positions.length - 1] + 1];
+        // topK 8, bf16 expert outputs, bf16 out (DeepSeek-V3)
+        args[positions[0]] = 8;
+        args[positions[1]] = 0;
+        args[positions[2]] = 0;
+        PtxKernel k = PtxCompiler.hopper().compile(recv.specializedFor(positions, args));
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+        assertTrue(r.ok(), () -> "ptxas rejected the specialised combineRecv:\n" + r.output());
+        assertFalse(k.ptx().contains("e4m3"), "the dtype branches fold away");
+    }
+
+    @Test
     void libraryHasTheFourKernels() {
         List<String> names = library().map(Kernel::name).toList();
         Assumptions.assumeFalse(names.isEmpty(), LIBRARY + " is not on the class path");
-        assertTrue(names.containsAll(List.of("pack", "scatter", "gather", "reduce")), names.toString());
+        assertTrue(names.containsAll(List.of("pack", "scatter", "gather", "reduce", "dispatchSend", "dispatchRecv",
+                "combineSend", "combineRecv")), names.toString());
     }
 
     @ParameterizedTest(name = "{0}")

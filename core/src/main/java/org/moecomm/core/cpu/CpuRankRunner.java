@@ -1,0 +1,87 @@
+package org.moecomm.core.cpu;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.moecomm.core.WaitTimeoutException;
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.api.KernelRunner;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
+import org.moecomm.kernels.cpu.KernelExecutionException;
+import org.moecomm.kernels.cpu.PeerMemory;
+import org.moecomm.kernels.cpu.PeerWaitTimeoutException;
+
+/**
+ * One rank's kernel runner in a {@link CpuCluster}: a {@link CpuKernelRunner} whose kernels reach
+ * the other ranks' symmetric memory (the cluster's heap as {@link PeerMemory}), and which reports a
+ * kernel's bounded wait that ran out as the {@link WaitTimeoutException} the GPU backend raises,
+ * naming the signal registered for the wait's tag ({@link #registerWaits}).
+ */
+final class CpuRankRunner implements KernelRunner {
+    private final CpuKernelRunner runner;
+    private final List<String> waitNames = new ArrayList<>();
+
+    CpuRankRunner(SymmetricHeap heap, int rank, int worldSize) {
+        PeerMemory peers = new PeerMemory() {
+            @Override
+            public int rank() {
+                return rank;
+            }
+
+            @Override
+            public int worldSize() {
+                return worldSize;
+            }
+
+            @Override
+            public Buf onPeer(Buf local, int pe) {
+                return Buf.of(heap.onPeer(rank, local.segment(), pe));
+            }
+        };
+        this.runner = new CpuKernelRunner(Runtime.getRuntime().availableProcessors(), peers);
+    }
+
+    /** Names waits of consecutive tags; returns the first tag ({@code names.get(i)} has tag + i). */
+    synchronized int registerWaits(List<String> names) {
+        int first = waitNames.size();
+        waitNames.addAll(names);
+        return first;
+    }
+
+    private synchronized String waitName(int tag) {
+        return tag >= 0 && tag < waitNames.size() ? waitNames.get(tag) : "wait #" + tag;
+    }
+
+    @Override
+    public void launch(Kernel kernel, Grid grid, Object... args) {
+        try {
+            runner.launch(kernel, grid, args);
+        } catch (KernelExecutionException e) {
+            if (e.getCause() instanceof PeerWaitTimeoutException w) {
+                WaitTimeoutException timeout = new WaitTimeoutException(w.rank(), w.peer(), waitName(w.tag()),
+                        w.expected(), w.seen(), TimeUnit.NANOSECONDS.toMillis(w.waitedNanos()));
+                timeout.initCause(e);
+                throw timeout;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public int concurrentBlocks() {
+        return runner.concurrentBlocks();
+    }
+
+    @Override
+    public void close() {
+        runner.close();
+    }
+
+    @Override
+    public String toString() {
+        return "CpuRankRunner[" + Objects.toString(runner.peerMemory().rank()) + "]";
+    }
+}

@@ -1,0 +1,302 @@
+package org.moecomm.kernels.moe;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.Specialize;
+
+/**
+ * One kernel per half of a dispatch/combine round (docs/protocol.md): each moves its data
+ * <em>and</em> talks to the peers itself, so a round is four launches whose arguments never change
+ * from round to round (a CUDA graph can replay them).
+ *
+ * <ul>
+ *   <li>{@link #dispatchSend}: pack, rows straight into mapped peers' receive buffers or staged and
+ *       put, then the destination's dispatch signal;</li>
+ *   <li>{@link #dispatchRecv}: bounded waits for every source group, scatter, expert counts;</li>
+ *   <li>{@link #combineSend}: bounded waits for the previous round's combine-done, gather into
+ *       mapped peers or staged and put, then the combine signals;</li>
+ *   <li>{@link #combineRecv}: bounded waits, weighted reduction, combine-done signals.</li>
+ * </ul>
+ *
+ * <p><b>Round state on the device.</b> {@code state} (int32 words, zero when the handle is made)
+ * holds the number of the round in progress (the int64 at word {@link #STATE_ROUND}), advanced by
+ * {@link #dispatchSend}'s last block, and the completion counters of the four grids. Signal values
+ * are computed from it ({@code round << 32 | count}), never passed by the host.
+ *
+ * <p><b>Completion.</b> A signal may only be raised once every block has finished its part, so
+ * each grid counts its finished blocks: a block ends with a barrier, its thread 0 makes the
+ * block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts) and
+ * adds one to a counter; the block that brings the counter to the grid size resets it and raises
+ * the signals. No block ever waits for another block of its own grid, so the grids need not be
+ * resident all at once: a block only waits for other ranks' earlier kernels (docs/protocol.md,
+ * "Progress").
+ *
+ * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
+ * rows are stored straight into its buffer through {@code peerBuf}; elsewhere
+ * ({@link #PEER_PUT}: InfiniBand, EFA, or forced) they are written to the symmetric staging area
+ * and put with NVSHMEM's non-blocking puts.
+ */
+public final class AllToAllKernels {
+    /** Long index (int32 words 0-1) of {@code state}: the round in progress (0 before the first). */
+    public static final int STATE_ROUND = 0;
+    /** Blocks of the current {@link #dispatchSend} launch that have finished. */
+    public static final int STATE_DISPATCH_SENT = 2;
+    /** Blocks of the current {@link #dispatchRecv} launch that have finished. */
+    public static final int STATE_DISPATCH_RECEIVED = 3;
+    /** Blocks of the current {@link #combineSend} launch that have finished. */
+    public static final int STATE_COMBINE_SENT = 4;
+    /** Blocks of the current {@link #combineRecv} launch that have finished. */
+    public static final int STATE_COMBINE_RECEIVED = 5;
+    /** int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination. */
+    public static final int STATE_DESTINATIONS = 8;
+
+    /** {@code peerModes} value: the peer's memory is mapped; store into it directly. */
+    public static final int PEER_DIRECT = 1;
+    /** {@code peerModes} value: stage in the symmetric send area and put. */
+    public static final int PEER_PUT = 0;
+
+    private AllToAllKernels() {
+    }
+
+    /** int32 words of {@code state} for {@code worldSize} ranks. */
+    public static int stateWords(int worldSize) {
+        return STATE_DESTINATIONS + worldSize;
+    }
+
+    /**
+     * Dispatch send: grid {@code W x Y}, {@code x} = destination {@code d}. Numbers the rows and
+     * writes {@code pairLocation} as {@link MoeKernels#pack} does (and m, and the input check);
+     * where this member serves {@code d}, block {@code y} writes its share of the rows to
+     * {@code d}'s {@code dispatchRecv} region {@code g} (directly, or staged in {@code dispatchSend}
+     * region {@code d/G} and put), and the last block of {@code d} sets {@code d}'s
+     * {@code dispatch[g]} signal to {@code round << 32 | rows}. The last block of the grid advances
+     * the round.
+     *
+     * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
+     * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
+     */
+    public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
+                                    Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
+                                    Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
+                                    int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
+                                    int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
+        long round = state.getLong(STATE_ROUND) + 1;
+        int dest = ctx.groupIdx();
+        int group = rank / groupSize;
+        boolean serves = dest % groupSize == rank % groupSize;
+        boolean direct = serves && peerModes.getInt(dest) == PEER_DIRECT;
+        long recvRegionRow = (long) group * maxTokens;
+        Buf rowsOut = dispatchSend;
+        long outRegionRow = (long) (dest / groupSize) * maxTokens;
+        if (direct) {
+            rowsOut = ctx.peerBuf(dispatchRecv, dest);
+            outRegionRow = recvRegionRow;
+        }
+        int putPeer = serves && !direct ? dest : -1;
+        int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
+                outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
+                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
+        if (putPeer >= 0) {
+            ctx.quiet();
+        }
+        ctx.localBarrier();
+        if (ctx.localIdx() == 0) {
+            ctx.systemFence();
+            if (ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
+                state.setInt(STATE_DESTINATIONS + dest, 0);
+                if (serves) {
+                    ctx.systemFence();
+                    ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
+                }
+            }
+            if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
+                state.setInt(STATE_DISPATCH_SENT, 0);
+                state.setLong(STATE_ROUND, round);
+            }
+        }
+    }
+
+    /**
+     * Dispatch receive: grid {@code NG x Y}, {@code x} = source group {@code g}. Thread 0 waits,
+     * bounded, for {@code dispatch[g] >= round << 32} (a wait that runs out is recorded in
+     * {@code errors} and the block takes no rows); then the block scatters as
+     * {@link MoeKernels#scatter} does, taking slots from {@code slotCounts} (int32 {@code [L]},
+     * zero between rounds). The last block writes the counts to {@code expertNumTokens} and zeroes
+     * {@code slotCounts}.
+     *
+     * @param waitTag the tag of the wait for signal word 0; word {@code i} has {@code waitTag + i}
+     */
+    public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf signals, Buf slotCounts,
+                                    Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+                                    Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
+                                    int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
+                                    int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
+        long round = state.getLong(STATE_ROUND);
+        int g = ctx.groupIdx();
+        int[] shared = ctx.allocateIntLocalArray(1);
+        if (ctx.localIdx() == 0) {
+            Buf signal = signals.slice(8L * g, 8);
+            int rows = 0;
+            if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, g * groupSize + rank % groupSize,
+                    waitTag + g)) {
+                rows = (int) (signal.getLong(0) & 0xffffffffL);
+            }
+            shared[0] = rows;
+        }
+        ctx.localBarrier();
+        MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
+                pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared)) {
+            for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
+                expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
+                slotCounts.setInt(l, 0);
+            }
+        }
+    }
+
+    /**
+     * Combine send: grid {@code L x chunks}. Waits, bounded, until every rank {@code s} has
+     * finished reading its combine area of the previous round ({@code combineDone[s] >= round - 1});
+     * then copies expert output row {@code expertY[l][slot]}, for every {@code slot <
+     * expertNumTokens[l]}, to combine row {@code rank*M*Kd + q} of every member {@code s} of the
+     * row's source group {@code g} ({@code expertOrigin = g*M*Kd + q}): directly where {@code s}
+     * is mapped, else staged in {@code combineSend} row {@code g*M*Kd + q} and put by the warp.
+     * The last block sets every {@code s}'s {@code combine[rank]} to {@code round << 32 |
+     * pairsFromGroup[s/G]}.
+     *
+     * @param anyPut 1 when some peer is {@link #PEER_PUT} (the second pass is needed)
+     */
+    public static void combineSend(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin,
+                                   Buf combineSend, Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state,
+                                   Buf peerModes, Buf errors, long timeoutNanos, int waitTag, int rank,
+                                   int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
+                                   int anyPut) {
+        long round = state.getLong(STATE_ROUND);
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int numGroups = worldSize / groupSize;
+        int doneWord = numGroups + worldSize;
+        int[] shared = ctx.allocateIntLocalArray(1);
+        for (int s = tid; s < worldSize; s += threads) {
+            ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), round - 1, timeoutNanos, errors, rank, s,
+                    waitTag + doneWord + s);
+        }
+        ctx.localBarrier();
+
+        int expert = ctx.groupIdx();
+        int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
+        int width = MoeKernels.copyWidth(threads);
+        int warp = tid / width;
+        int lane = tid - warp * width;
+        int warps = threads / width;
+        int pieces = yBytes >> 4;
+        long firstRow = (long) expert * expertCapacity;
+        int firstSlot = ctx.groupIdy() * warps + warp;
+        int slotStep = ctx.numGroupsY() * warps;
+        if (warp < warps) {
+            // One warp per row; consecutive warps of a block take consecutive slots.
+            for (int slot = firstSlot; slot < n; slot += slotStep) {
+                long src = (firstRow + slot) * pieces;
+                int origin = expertOrigin.getInt(firstRow + slot);
+                int g = origin / pairsPerRegion;
+                long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
+                boolean staged = false;
+                for (int i = 0; i < groupSize; i++) {
+                    int s = g * groupSize + i;
+                    if (peerModes.getInt(s) == PEER_DIRECT) {
+                        copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, src, pieces, lane, width);
+                    } else if (!staged) {
+                        copyPieces(combineSend, (long) origin * pieces, expertY, src, pieces, lane, width);
+                        staged = true;
+                    }
+                }
+            }
+        }
+        if (anyPut != 0) {
+            // the staged rows written (and visible to a network adapter) before the puts read them
+            ctx.systemFence();
+            ctx.localBarrier();
+            if (warp < warps) {
+                for (int slot = firstSlot; slot < n; slot += slotStep) {
+                    int origin = expertOrigin.getInt(firstRow + slot);
+                    int g = origin / pairsPerRegion;
+                    long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
+                    for (int i = 0; i < groupSize; i++) {
+                        int s = g * groupSize + i;
+                        if (peerModes.getInt(s) == PEER_PUT) {
+                            ctx.putWarpNbi(combineRecv.slice(recvRow * yBytes, yBytes),
+                                    combineSend.slice((long) origin * yBytes, yBytes), yBytes, s);
+                        }
+                    }
+                }
+            }
+            ctx.quiet();
+        }
+        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared)) {
+            for (int s = tid; s < worldSize; s += threads) {
+                ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
+                        (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
+            }
+        }
+    }
+
+    /**
+     * Combine receive: grid {@code M} blocks, block = token {@code t}. Every block waits, bounded,
+     * for {@code combine[d] >= round << 32} from every rank {@code d} (also blocks of tokens
+     * {@code >= m}: the signals of this round must have arrived before combine-done lets a peer
+     * run ahead); blocks {@code t < m} then reduce as {@link MoeKernels#reduce} does. The last
+     * block sets this rank's {@code combineDone} word on every rank to {@code round}.
+     */
+    public static void combineRecv(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
+                                   Buf numTokens, Buf out, Buf signals, Buf state, Buf errors, long timeoutNanos,
+                                   int waitTag, int rank, int worldSize, int numGroups, int hidden,
+                                   @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
+        long round = state.getLong(STATE_ROUND);
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int[] shared = ctx.allocateIntLocalArray(1);
+        for (int d = tid; d < worldSize; d += threads) {
+            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round << 32, timeoutNanos, errors, rank, d,
+                    waitTag + numGroups + d);
+        }
+        ctx.localBarrier();
+        int t = ctx.groupIdx();
+        if (t < numTokens.getInt(0)) {
+            MoeKernels.reduceToken(ctx, t, combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
+        }
+        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared)) {
+            long word = 8L * (numGroups + worldSize + rank);
+            for (int d = tid; d < worldSize; d += threads) {
+                ctx.signalSet(signals.slice(word, 8), round, d);
+            }
+        }
+    }
+
+    /**
+     * Ends a block's part of a grid: after a barrier, thread 0 makes the block's writes (and
+     * reads) ordered before what follows for the whole system and counts the block in
+     * {@code state[counter]}; returns true, in every thread of the block, for the last block of
+     * the grid, which also resets the counter for the next launch.
+     */
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared) {
+        ctx.localBarrier();
+        if (ctx.localIdx() == 0) {
+            ctx.systemFence();
+            int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
+            if (last == 1) {
+                state.setInt(counter, 0);
+                ctx.systemFence();
+            }
+            shared[0] = last;
+        }
+        ctx.localBarrier();
+        return shared[0] == 1;
+    }
+
+    /** One warp (lanes {@code lane} of {@code width}) copies {@code pieces} 16-byte pieces. */
+    private static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+        for (int i = lane; i < pieces; i += width) {
+            dst.copy16(dstPiece + i, src, srcPiece + i);
+        }
+    }
+}

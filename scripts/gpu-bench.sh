@@ -18,8 +18,10 @@
 #   KERNEL_BENCH_ARGS      more benchmark options, e.g. "--tokens 128 --grid-y 1 --reps 200"
 #                          (java ... KernelBenchmark --help lists them)
 #   KERNEL_BENCH_TIMEOUT_S limit for the benchmark (default 900 s)
-# Exit status: the benchmark's (0 all checks passed and every twin ran; 1 a check failed or a twin
-# is missing; 3 no GPU), 2 when the bundle lacks the benchmark.
+# Then the launch-cost JMH benchmark (<date>-<gpu>-gpu-launch-cost.json) and the per-phase benchmark
+# (below).
+# Exit status: the kernel benchmark's (0 all checks passed and every twin ran; 1 a check failed or a
+# twin is missing; 3 no GPU), 2 when the bundle lacks the benchmark; else the later steps'.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -61,18 +63,54 @@ twin_ptx="$carry/twins/twins.ptx"
 # shellcheck disable=SC2206
 extra=(${KERNEL_BENCH_ARGS:-})
 recorded="bash scripts/gpu-bench.sh${KERNEL_BENCH_ARGS:+ (KERNEL_BENCH_ARGS=\"$KERNEL_BENCH_ARGS\")}"
-echo "== kernel benchmark: $recorded"
-timeout -k 10 "${KERNEL_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
-  org.moecomm.bench.gpu.KernelBenchmark \
-  --out-dir "$results" --twin-ptx "$twin_ptx" --require-twins \
-  --commit "${commit:-unknown}" --command "$recorded" "${extra[@]}" 2>&1 | tee -a "$results/kernel-bench.log"
-rc=${PIPESTATUS[0]}
-echo "kernel benchmark exit status: $rc$([ "$rc" -ge 124 ] && echo ' (timed out or killed: see KERNEL_BENCH_TIMEOUT_S)')"
+rc=0
+if [ "${KERNEL_BENCH:-1}" = 0 ]; then
+  echo "== kernel benchmark: skipped (KERNEL_BENCH=0)"
+else
+  echo "== kernel benchmark: $recorded"
+  timeout -k 10 "${KERNEL_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
+    org.moecomm.bench.gpu.KernelBenchmark \
+    --out-dir "$results" --twin-ptx "$twin_ptx" --require-twins \
+    --commit "${commit:-unknown}" --command "$recorded" "${extra[@]}" 2>&1 | tee -a "$results/kernel-bench.log"
+  rc=${PIPESTATUS[0]}
+  echo "kernel benchmark exit status: $rc$([ "$rc" -ge 124 ] && echo ' (timed out or killed: see KERNEL_BENCH_TIMEOUT_S)')"
+fi
 
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
   cp "$results"/*-gpu-kernels.json "$OUT"/ 2>/dev/null || true
 fi
 kernel_rc=$rc
+
+# ======================================================================================
+# Launch cost (org.moecomm.bench.gpu.LaunchCostBenchmark): JMH, host time of one kernel launch
+# from Java (GpuKernelRunner.launch of a 12-argument kernel; with pointer checks; CudaFunction.launch;
+# cuStreamQuery for reference), 3 x 1 s warm-up and 5 x 1 s measurement in one forked JVM per
+# benchmark (about 40 s). The fork is JMH's default: this java, classpath and options (JAVA_OPTS:
+# --enable-native-access, the JavaCPP cache folder).
+# Writes <results-dir>/<date>-<gpu>-gpu-launch-cost.json (JMH's JSON, never over an existing file)
+# and launch-cost.log; the JSON file is also copied into $OUT.
+#   LAUNCH_BENCH=0            skip this step
+#   LAUNCH_BENCH_ARGS         more options, passed to JMH (e.g. "-i 10")
+#   LAUNCH_BENCH_TIMEOUT_S    limit (default 180 s)
+# Its exit status (0; 1 a benchmark failed; 3 no GPU) counts when the kernel benchmark passed.
+# ======================================================================================
+launch_rc=0
+if [ "${LAUNCH_BENCH:-1}" = 0 ]; then
+  echo "== launch-cost benchmark: skipped (LAUNCH_BENCH=0)"
+else
+  # shellcheck disable=SC2206
+  launch_extra=(${LAUNCH_BENCH_ARGS:-})
+  launch_recorded="bash scripts/gpu-bench.sh (LaunchCostBenchmark${LAUNCH_BENCH_ARGS:+ $LAUNCH_BENCH_ARGS})"
+  echo "== launch-cost benchmark: $launch_recorded"
+  timeout -k 10 "${LAUNCH_BENCH_TIMEOUT_S:-180}" "$java" "${java_opts[@]}" -cp "$classpath" \
+    org.moecomm.bench.gpu.LaunchCostBenchmark --out-dir "$results" --commit "${commit:-unknown}" \
+    --command "$launch_recorded" "${launch_extra[@]}" 2>&1 | tee -a "$results/launch-cost.log"
+  launch_rc=${PIPESTATUS[0]}
+  echo "launch-cost benchmark exit status: $launch_rc$([ "$launch_rc" -ge 124 ] && echo ' (timed out or killed: see LAUNCH_BENCH_TIMEOUT_S)')"
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
+    cp "$results"/*-gpu-launch-cost*.json "$OUT"/ 2>/dev/null || true
+  fi
+fi
 
 # ======================================================================================
 # Per-phase dispatch/combine benchmark (org.moecomm.bench.BenchCommand, `moecomm bench`):
@@ -89,10 +127,14 @@ kernel_rc=$rc
 # MOECOMM_REQUIRE_NVSHMEM not 1).
 #   PHASE_BENCH=0            skip this step
 #   PHASE_BENCH_ARGS         more options, e.g. "--tokens 128 --rounds 200" (moecomm bench --help)
-#   PHASE_BENCH_TIMEOUT_S    limit for the whole sweep (default 240 s)
+#   PHASE_BENCH_TIMEOUT_S    limit for each world's sweep (default 240 s)
+#   PHASE_WORLDS             the worlds swept, one file each (default "4 2")
+#   PHASE_WARMUP             untimed rounds per configuration (default 200)
+#   KERNEL_BENCH=0           skip the kernel benchmark
 #   PHASE_DEMO=0             skip the GPU demo run after the sweep (`moecomm demo --backend gpu`, 120 s limit)
-# Exit status of the script: the kernel benchmark's when it failed, else this step's (0 every
-# configuration verified, 1 a check or a rank failed, 2 the GPU backend could not run).
+# Exit status of the script: the kernel benchmark's when it failed, else the launch-cost step's when it
+# failed, else this step's (0 every configuration verified, 1 a check or a rank failed, 2 the GPU backend
+# could not run).
 # ======================================================================================
 phase_rc=0
 if [ "${PHASE_BENCH:-1}" = 0 ]; then
@@ -101,15 +143,20 @@ elif [ -z "${MOECOMM_NVSHMEM_LIB:-}" ] && [ "${MOECOMM_REQUIRE_NVSHMEM:-0}" != 1
   echo "== per-phase benchmark: skipped (no NVSHMEM bridge: MOECOMM_NVSHMEM_LIB is not set; run scripts/gpu-nvshmem-check.sh)"
 else
   # shellcheck disable=SC2206
-  phase_extra=(--warmup 200 ${PHASE_BENCH_ARGS:-})
-  phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world 4 --warmup 200${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
-  echo "== per-phase benchmark: $phase_recorded"
-  timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-240}" "$java" "${java_opts[@]}" -cp "$classpath" \
-    org.moecomm.bench.Main bench --backend gpu --world 4 --launch-timeout 200 \
-    --out-dir "$results" --commit "${commit:-unknown}" --command "$phase_recorded" "${phase_extra[@]}" \
-    2>&1 | tee -a "$results/phase-bench.log"
-  phase_rc=${PIPESTATUS[0]}
-  echo "per-phase benchmark exit status: $phase_rc$([ "$phase_rc" -ge 124 ] && echo ' (timed out or killed: see PHASE_BENCH_TIMEOUT_S)')"
+  phase_extra=(--warmup "${PHASE_WARMUP:-200}" ${PHASE_BENCH_ARGS:-})
+  gpu_label=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | awk '{print tolower($NF)}')
+  for w in ${PHASE_WORLDS:-4 2}; do
+    phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w --warmup ${PHASE_WARMUP:-200}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
+    echo "== per-phase benchmark: $phase_recorded"
+    timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-240}" "$java" "${java_opts[@]}" -cp "$classpath" \
+      org.moecomm.bench.Main bench --backend gpu --world "$w" --launch-timeout 200 \
+      --out "$results/$(date -u +%F)-${gpu_label:-gpu}-w$w-gpu-phases.json" \
+      --commit "${commit:-unknown}" --command "$phase_recorded" "${phase_extra[@]}" \
+      2>&1 | tee -a "$results/phase-bench.log"
+    r=${PIPESTATUS[0]}
+    echo "per-phase benchmark (W=$w) exit status: $r$([ "$r" -ge 124 ] && echo ' (timed out or killed: see PHASE_BENCH_TIMEOUT_S)')"
+    if [ "$phase_rc" -eq 0 ]; then phase_rc=$r; fi
+  done
   if [ "${PHASE_DEMO:-1}" != 0 ]; then
     # the demo on the GPU backend (`moecomm demo --backend gpu`): one short launch, output in the log only
     echo "== demo on the GPU backend: moecomm demo --backend gpu --preset deepseek-v3 --tokens 128 --world 4"
@@ -126,5 +173,8 @@ fi
 
 if [ "$kernel_rc" -ne 0 ]; then
   exit "$kernel_rc"
+fi
+if [ "$launch_rc" -ne 0 ]; then
+  exit "$launch_rc"
 fi
 exit "$phase_rc"

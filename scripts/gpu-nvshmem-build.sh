@@ -178,7 +178,7 @@ mode_build() {
   local gencode=(-gencode "arch=compute_$arch,code=sm_$arch")
   run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true "${gencode[@]}" -Xcompiler -fPIC -I"$inc" -I"$src" \
     -c "$src/moe_nvshmem.cu" -o "$obj/moe_nvshmem.o"
-  # Device link: the bridge's kernels against NVSHMEM's device library.
+  # Device link: the bridge's barrier kernel against NVSHMEM's device library.
   run "$cuda/bin/nvcc" "${gencode[@]}" -Xcompiler -fPIC -dlink "$obj/moe_nvshmem.o" "$lib/libnvshmem_device.a" \
     -o "$obj/moe_nvshmem_dlink.o"
   for f in jniNvshmemNative jnijavacpp; do

@@ -1,4 +1,4 @@
-// The NVSHMEM bridge: host calls and the bridge's kernels (moe_nvshmem.h describes the surface).
+// The NVSHMEM bridge: host calls and the bridge's barrier kernel (moe_nvshmem.h describes the surface).
 // Compiled with nvcc -rdc=true against NVSHMEM's headers and linked with libnvshmem_device.a and
 // libnvshmem_host.so.3 by scripts/gpu-nvshmem-build.sh.
 #include <cuda_runtime.h>
@@ -305,51 +305,6 @@ int mnv_error_clear(long long ctx, long long host) {
 
 // ---- kernels ----
 
-__global__ void __launch_bounds__(1024) mnv_put_signal_kernel(void* dst, const void* src, const int* count_ptr,
-                                                              uint64_t bytes_per_count, uint64_t max_bytes,
-                                                              uint64_t* sig, uint64_t base, int pe,
-                                                              mnv_error_ctx* err, int rank, int tag) {
-    __shared__ int s_count;
-    __shared__ int s_ok;
-    if (threadIdx.x == 0) {
-        int c = *reinterpret_cast<const volatile int*>(count_ptr);
-        bool ok = c >= 0 && (bytes_per_count == 0 || static_cast<uint64_t>(c) <= max_bytes / bytes_per_count);
-        if (!ok) {
-            mnv_dev_error_record(err, MNV_ERROR_PUT_COUNT, rank, pe, tag, (long long)max_bytes, c, 0,
-                              (long long)bytes_per_count);
-        }
-        s_count = c;
-        s_ok = ok ? 1 : 0;
-    }
-    __syncthreads();
-    if (!s_ok) {
-        return;
-    }
-    const uint64_t count = static_cast<uint64_t>(s_count);
-    const size_t bytes = static_cast<size_t>(count * bytes_per_count);
-    if (bytes == 0) {
-        if (threadIdx.x == 0) {
-            nvshmemx_signal_op(sig, base + count, NVSHMEM_SIGNAL_SET, pe);
-        }
-        return;
-    }
-    nvshmemx_putmem_signal_block(dst, src, bytes, sig, base + count, NVSHMEM_SIGNAL_SET, pe);
-}
-
-__global__ void mnv_signal_kernel(uint64_t* sig, uint64_t value, int op, int pe) {
-    if (threadIdx.x == 0) {
-        nvshmemx_signal_op(sig, value, op == 1 ? NVSHMEM_SIGNAL_ADD : NVSHMEM_SIGNAL_SET, pe);
-    }
-}
-
-__global__ void mnv_wait_kernel(const uint64_t* sig, uint64_t value, uint64_t timeout_ns, mnv_error_ctx* err,
-                                int rank, int peer, int tag) {
-    if (threadIdx.x != 0 || mnv_dev_error_pending(err)) {
-        return;
-    }
-    mnv_dev_wait_ge(sig, value, timeout_ns, err, MNV_ERROR_WAIT_TIMEOUT, rank, peer, tag);
-}
-
 __global__ void __launch_bounds__(1024) mnv_barrier_kernel(uint64_t* bar, uint64_t epoch, int n_pes, int me,
                                                            uint64_t timeout_ns, mnv_error_ctx* err, int tag) {
     if (threadIdx.x == 0) {
@@ -379,50 +334,6 @@ static int mnv_launched(const char* kernel) {
 }
 
 extern "C" {
-
-int mnv_put_signal_launch(long long stream, long long dst, long long src, long long count_ptr,
-                          long long bytes_per_count, long long max_bytes, long long sig, long long base, int pe,
-                          int threads, long long err_ctx, int rank, int tag) {
-    MNV_REQUIRE_INIT("put_signal");
-    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
-        return mnv_fail(MNV_ERR_ARGUMENT, "put_signal: threads must be a multiple of 32 in [32, 1024], got " +
-                                              std::to_string(threads));
-    }
-    if (bytes_per_count < 0 || max_bytes < 0 || pe < 0 || pe >= nvshmem_n_pes()) {
-        return mnv_fail(MNV_ERR_ARGUMENT, "put_signal: bad arguments (pe " + std::to_string(pe) + ", bytesPerCount " +
-                                              std::to_string(bytes_per_count) + ", maxBytes " +
-                                              std::to_string(max_bytes) + ")");
-    }
-    mnv_put_signal_kernel<<<1, threads, 0, MNV_STREAM(stream)>>>(
-        MNV_PTR(void*, dst), MNV_PTR(const void*, src), MNV_PTR(const int*, count_ptr),
-        static_cast<uint64_t>(bytes_per_count), static_cast<uint64_t>(max_bytes), MNV_PTR(uint64_t*, sig),
-        static_cast<uint64_t>(base), pe, MNV_PTR(mnv_error_ctx*, err_ctx), rank, tag);
-    return mnv_launched("mnv_put_signal_kernel");
-}
-
-int mnv_signal_launch(long long stream, long long sig, long long value, int op, int pe) {
-    MNV_REQUIRE_INIT("signal");
-    if (op != 0 && op != 1) {
-        return mnv_fail(MNV_ERR_ARGUMENT, "signal: op must be 0 (SET) or 1 (ADD), got " + std::to_string(op));
-    }
-    if (pe < 0 || pe >= nvshmem_n_pes()) {
-        return mnv_fail(MNV_ERR_ARGUMENT, "signal: pe " + std::to_string(pe) + " out of range");
-    }
-    mnv_signal_kernel<<<1, 32, 0, MNV_STREAM(stream)>>>(MNV_PTR(uint64_t*, sig), static_cast<uint64_t>(value), op,
-                                                         pe);
-    return mnv_launched("mnv_signal_kernel");
-}
-
-int mnv_wait_launch(long long stream, long long sig, long long value, long long timeout_ns, long long err_ctx,
-                    int rank, int peer, int tag) {
-    if (timeout_ns <= 0) {
-        return mnv_fail(MNV_ERR_ARGUMENT, "wait: timeout must be positive");
-    }
-    mnv_wait_kernel<<<1, 32, 0, MNV_STREAM(stream)>>>(MNV_PTR(const uint64_t*, sig), static_cast<uint64_t>(value),
-                                                       static_cast<uint64_t>(timeout_ns),
-                                                       MNV_PTR(mnv_error_ctx*, err_ctx), rank, peer, tag);
-    return mnv_launched("mnv_wait_kernel");
-}
 
 int mnv_barrier_launch(long long stream, long long bar, long long epoch, int n_pes, int me, long long timeout_ns,
                        long long err_ctx, int tag) {

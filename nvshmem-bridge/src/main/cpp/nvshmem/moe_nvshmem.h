@@ -13,9 +13,10 @@
 //   driver CUstream and a runtime cudaStream_t are the same handle);
 // - results come back through one-element arrays.
 //
-// Launches are asynchronous on the given stream. Every bridge kernel runs as a single thread
-// block, so that the kernels of several processes sharing one GPU (several PEs per GPU under
-// MPS) are all resident at once and a wait in one process never starves the put it waits for.
+// Launches are asynchronous on the given stream. The bridge's one kernel (the bounded barrier)
+// runs as a single thread block, so that the kernels of several processes sharing one GPU
+// (several PEs per GPU under MPS) are all resident at once. Puts, signals and waits are made by
+// kernels compiled from Java, through the device functions of moe_nvshmem_devfns.cu.
 #ifndef MOECOMM_NVSHMEM_H
 #define MOECOMM_NVSHMEM_H
 
@@ -36,9 +37,7 @@ extern "C" {
 #define MNV_ERROR_NONE 0
 // A bounded wait ran out: peer, tag, expected and seen are filled in.
 #define MNV_ERROR_WAIT_TIMEOUT 1
-// A put read a negative count, or one whose bytes exceed the room at the destination:
-// expected = most bytes allowed, seen = count read, detail = bytes per count.
-#define MNV_ERROR_PUT_COUNT 2
+// (2 was MNV_ERROR_PUT_COUNT, of the removed put kernel; the other kinds keep their numbers.)
 // The bounded barrier ran out: peer is a PE that did not arrive, tag is the barrier's tag.
 #define MNV_ERROR_BARRIER_TIMEOUT 3
 
@@ -132,29 +131,11 @@ int mnv_error_clear(long long ctx, long long host);
 
 // ---- launches on a stream ----
 
-// Puts count * bytes_per_count bytes from src to dst on pe, count being the int32 at
-// count_ptr (device memory, read when the kernel runs), then sets the uint64 signal at sig on
-// pe to base + count (NVSHMEM_SIGNAL_SET). The signal is visible at pe only after the data.
-// A negative count, or count * bytes_per_count > max_bytes, puts nothing and records
-// MNV_ERROR_PUT_COUNT (rank, pe, tag) in the error context. threads: the block size (32..1024).
-int mnv_put_signal_launch(long long stream, long long dst, long long src, long long count_ptr,
-                          long long bytes_per_count, long long max_bytes, long long sig,
-                          long long base, int pe, int threads, long long err_ctx, int rank,
-                          int tag);
-
-// nvshmemx_signal_op on pe: op 0 = NVSHMEM_SIGNAL_SET, 1 = NVSHMEM_SIGNAL_ADD.
-int mnv_signal_launch(long long stream, long long sig, long long value, int op, int pe);
-
-// Waits (one thread, acquire loads at system scope) until the local uint64 at sig is >= value,
-// at most timeout_ns nanoseconds of GPU global time. On timeout records
-// MNV_ERROR_WAIT_TIMEOUT (rank, peer, tag, value, last value seen) and returns, so the stream
-// never hangs. When the context already holds an error, returns at once.
-int mnv_wait_launch(long long stream, long long sig, long long value, long long timeout_ns,
-                    long long err_ctx, int rank, int peer, int tag);
-
 // Bounded barrier of all PEs on the stream: nvshmem_quiet, then sets word `me` of the
 // symmetric array bar[n_pes] to epoch on every PE, then waits until every word of the local
-// bar is >= epoch (timeout as in mnv_wait_launch, recorded as MNV_ERROR_BARRIER_TIMEOUT).
+// bar is >= epoch, at most timeout_ns nanoseconds of GPU global time; on timeout records
+// MNV_ERROR_BARRIER_TIMEOUT (me, a PE that did not arrive, tag, epoch, last value seen) and
+// returns, so the stream never hangs; when the context already holds an error, it does not wait.
 // Epochs must grow from call to call.
 int mnv_barrier_launch(long long stream, long long bar, long long epoch, int n_pes, int me,
                        long long timeout_ns, long long err_ctx, int tag);

@@ -9,16 +9,20 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * The per-phase benchmark (BENCHMARKS.md): presets x tokens per rank on W ranks, warm-up then
- * timed rounds, every configuration checked against the reference on its first round; per phase
- * (dispatch send/recv, combine send/recv, whole dispatch, whole combine) the median and p90 of
- * the slowest rank, the logical bytes and rates. Prints a table and writes JSON lines
+ * The per-phase benchmark (BENCHMARKS.md): presets x tokens per rank x launch modes on W ranks,
+ * warm-up then timed rounds, every configuration checked against the reference on its first
+ * round; per phase (dispatch send/recv, combine send/recv, whole dispatch, whole combine) the
+ * median and p90 of the slowest rank, the logical bytes and rates. The launch modes
+ * ({@link LaunchMode}): plain (each call launched as it is made) and, on the GPU backend, graph
+ * (each half captured into a CUDA graph and replayed; only the whole halves are timed, the
+ * send/recv columns show "-"). Prints a table and writes JSON lines
  * ({@link PhaseJson}) to {@code <out-dir>/<date>-<gpu>-gpu-phases.json}. Exit status 0 when every
  * configuration was verified, 1 when a check failed or a run failed, 2 for bad options or a
  * backend that cannot run.
@@ -35,6 +39,13 @@ final class BenchCommand extends RunCommand {
     @Option(names = "--tokens", split = ",", defaultValue = "1,8,32,128",
             description = "Tokens per rank (each also the handle's M) (default: ${DEFAULT-VALUE}).")
     List<Integer> tokens;
+
+    @Option(names = "--launch", split = ",", paramLabel = "MODE",
+            description = "Launch modes: plain (every call launched from the host), graph (the dispatch calls and the"
+                    + " combine calls each captured into a CUDA graph once and replayed every round; GPU backend only;"
+                    + " send and recv are not timed apart) (default: plain,graph on the GPU backend, plain on the CPU"
+                    + " backend).")
+    List<String> launch;
 
     @Option(names = "--warmup", defaultValue = "20", description = "Untimed rounds per configuration (default: ${DEFAULT-VALUE}).")
     int warmup;
@@ -69,18 +80,33 @@ final class BenchCommand extends RunCommand {
         return "bench";
     }
 
+    /** Per preset, per tokens, per launch mode (so the modes of a configuration are adjacent rows). */
     @Override
-    List<RunSpec> specs() {
+    List<RunSpec> specs(BackendChoice.Backend backend) {
         if (presets.isEmpty() || tokens.isEmpty()) {
             throw new IllegalArgumentException("no configuration: give --presets and --tokens");
         }
+        List<LaunchMode> modes = launchModes(backend);
         List<RunSpec> specs = new ArrayList<>();
         for (String p : presets) {
             for (int m : tokens) {
-                specs.add(new RunSpec(p, m, world, group, skewed, seed));
+                for (LaunchMode mode : modes) {
+                    specs.add(new RunSpec(p, m, world, group, skewed, seed, mode));
+                }
             }
         }
         return specs;
+    }
+
+    /** {@code --launch}, else the backend's default: plain and graph on the GPU, plain on the CPU. */
+    List<LaunchMode> launchModes(BackendChoice.Backend backend) {
+        List<LaunchMode> modes = launch == null ? (backend == BackendChoice.Backend.GPU
+                ? List.of(LaunchMode.PLAIN, LaunchMode.GRAPH) : List.of(LaunchMode.PLAIN)) : LaunchMode.parse(launch);
+        if (backend == BackendChoice.Backend.CPU && modes.contains(LaunchMode.GRAPH)) {
+            throw new IllegalArgumentException("--launch graph: the CPU backend has only plain launches (graph replay"
+                    + " is CUDA graphs of the GPU backend); give --launch plain or --backend gpu");
+        }
+        return modes;
     }
 
     @Override
@@ -90,8 +116,10 @@ final class BenchCommand extends RunCommand {
 
     @Override
     void started(BackendChoice.Choice choice, List<RunSpec> specs) {
-        out.printf(Locale.ROOT, "moecomm bench: backend=%s (%s); %d configurations, W=%d G=%d, %d warm-up + %d timed"
-                + " rounds each%n", label(choice), choice.reason(), specs.size(), world, group, warmup, rounds);
+        String modes = specs.stream().map(s -> s.launch().label()).distinct().collect(Collectors.joining(","));
+        out.printf(Locale.ROOT, "moecomm bench: backend=%s (%s); %d configurations, W=%d G=%d, launch=%s, %d warm-up"
+                + " + %d timed rounds each%n", label(choice), choice.reason(), specs.size(), world, group, modes, warmup,
+                rounds);
         out.flush();
     }
 
@@ -117,31 +145,41 @@ final class BenchCommand extends RunCommand {
     }
 
     private void printTable(List<Measurement> results) {
-        out.printf(Locale.ROOT, "%-17s %5s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "preset", "m",
+        out.printf(Locale.ROOT, "%-17s %5s %6s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "preset", "m", "launch",
                 "dispatch send", "dispatch recv", "dispatch", "combine send", "combine recv", "combine",
                 "disp GB/s", "comb GB/s");
-        out.printf(Locale.ROOT, "%-17s %5s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "", "",
+        out.printf(Locale.ROOT, "%-17s %5s %6s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "", "", "",
                 "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us",
                 "median / p90 us", "logical", "logical");
         for (Measurement m : results) {
-            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-17s %5d |", m.spec().preset(),
-                    m.spec().tokens()));
-            for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.DISPATCH, Phases.COMBINE_SEND,
-                    Phases.COMBINE_RECV, Phases.COMBINE}) {
-                row.append(String.format(Locale.ROOT, " %10.1f / %8.1f", m.phase(p).medianMicros(),
-                        m.phase(p).p90Micros()));
-                if (p == Phases.DISPATCH) {
-                    row.append(" |");
-                }
-            }
-            row.append(String.format(Locale.ROOT, " | %9.2f %9.2f%s", m.dispatchGBps(), m.combineGBps(),
-                    m.verified() ? "" : "  MISMATCH"));
-            out.println(row);
+            out.println(tableRow(m));
         }
         if (!results.isEmpty()) {
             Measurement m = results.getFirst();
             out.printf(Locale.ROOT, "(slowest rank per round; %s; %s)%n", m.mode(), m.device());
+            if (results.stream().anyMatch(r -> r.launch() == LaunchMode.GRAPH)) {
+                out.println("(graph: each half captured once into a CUDA graph and replayed per round; events around"
+                        + " the replay only, so send and recv are not timed apart: -)");
+            }
         }
+    }
+
+    /** One row of the printed table; a phase without samples (graph replays' send/recv) shows "-". */
+    static String tableRow(Measurement m) {
+        StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-17s %5d %6s |", m.spec().preset(),
+                m.spec().tokens(), m.launch().label()));
+        for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.DISPATCH, Phases.COMBINE_SEND,
+                Phases.COMBINE_RECV, Phases.COMBINE}) {
+            PhaseTimes t = m.phase(p);
+            row.append(t.measured() ? String.format(Locale.ROOT, " %10.1f / %8.1f", t.medianMicros(), t.p90Micros())
+                    : String.format(Locale.ROOT, " %10s / %8s", "-", "-"));
+            if (p == Phases.DISPATCH) {
+                row.append(" |");
+            }
+        }
+        row.append(String.format(Locale.ROOT, " | %9.2f %9.2f%s", m.dispatchGBps(), m.combineGBps(),
+                m.verified() ? "" : "  MISMATCH"));
+        return row.toString();
     }
 
     /** {@code MOECOMM_COMMIT}, else the {@code commit:} line of the bundle's BUNDLE.txt, else "unknown". */

@@ -20,7 +20,7 @@ import org.moecomm.core.protocol.BufferLayout;
 /**
  * The CPU backend: W ranks as threads of this JVM ({@link CpuCluster}), host clock
  * ({@code System.nanoTime}) around each phase, ranks aligned by a barrier before dispatch and
- * before combine.
+ * before combine. Plain launches only ({@link LaunchMode#PLAIN}).
  */
 final class CpuRunner implements Runner {
     @Override
@@ -37,6 +37,9 @@ final class CpuRunner implements Runner {
     }
 
     private static Measurement runOne(RunSpec spec, RoundPlan plan) throws Exception {
+        if (spec.launch() != LaunchMode.PLAIN) {
+            throw new IllegalArgumentException(spec + ": the CPU backend has only plain launches");
+        }
         MoeConfig config = spec.config();
         Workload workload = spec.workload();
         int world = spec.world();

@@ -32,8 +32,8 @@ final class DemoCommand extends RunCommand {
     }
 
     @Override
-    List<RunSpec> specs() {
-        return List.of(new RunSpec(preset, tokens, world, group, skewed, seed));
+    List<RunSpec> specs(BackendChoice.Backend backend) {
+        return List.of(new RunSpec(preset, tokens, world, group, skewed, seed, LaunchMode.PLAIN));
     }
 
     @Override

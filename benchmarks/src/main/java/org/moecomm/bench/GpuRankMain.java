@@ -3,6 +3,7 @@ package org.moecomm.bench;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaEvent;
@@ -14,19 +15,28 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.gpu.RoundGraph;
 
 /**
  * One rank process of a GPU demo or benchmark run, started by {@link GpuRunner} through
  * {@link org.moecomm.core.launch.LocalLauncher}. Arguments: {@code RESULT_DIR PLAN SPEC...}
  * ({@link RoundPlan#encode()}, {@link RunSpec#encode()}).
  *
- * <p>Starts the GPU backend once with room for every spec's handle, then per spec: a handle,
- * the rank's inputs uploaded once, and {@link RoundPlan#total()} rounds. Each round: a barrier of
- * all ranks (which also drains the stream), CUDA events on the handle's stream around dispatch
- * send and dispatch recv, the experts on the host (untimed), another barrier, events around
- * combine send and combine recv; the checked rounds poison the outputs first and compare with
- * the reference after. Writes {@link RankSamples} into {@code RESULT_DIR}; a failed check is
- * recorded there (the run goes on), an exception ends the process with a non-zero status.
+ * <p>Starts the GPU backend once with room for a handle of every distinct configuration (the
+ * handles are made one after the other), then per spec: a handle, the rank's inputs uploaded
+ * once, and {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also
+ * drains the stream), CUDA events on the handle's stream around dispatch send and dispatch recv,
+ * the experts on the host (untimed), another barrier, events around combine send and combine
+ * recv; the checked rounds poison the outputs first and compare with the reference after.
+ *
+ * <p>With {@link LaunchMode#GRAPH} the inputs are uploaded with the count in a device buffer,
+ * the dispatch calls are captured once into one {@link RoundGraph} and the combine calls into
+ * another ({@link GpuBackend#capture}), and each round replays them in place of the calls: the
+ * same barriers, experts, poisoning and checks, events around each replay only (the whole
+ * dispatch and the whole combine; the send/recv phases have no samples).
+ *
+ * <p>Writes {@link RankSamples} into {@code RESULT_DIR}; a failed check is recorded there (the
+ * run goes on), an exception ends the process with a non-zero status.
  */
 public final class GpuRankMain {
     private GpuRankMain() {
@@ -44,7 +54,8 @@ public final class GpuRankMain {
             specs.add(RunSpec.decode(args[i]));
         }
         MoeConfig[] configs = specs.stream().map(RunSpec::config).toArray(MoeConfig[]::new);
-        try (GpuBackend gpu = GpuBackend.start(configs)) {
+        // the launch modes of a configuration share its config, and only one handle lives at a time
+        try (GpuBackend gpu = GpuBackend.start(Arrays.stream(configs).distinct().toArray(MoeConfig[]::new))) {
             int rank = gpu.rank();
             Path file = RankSamples.file(dir, rank);
             Files.deleteIfExists(file);
@@ -69,61 +80,45 @@ public final class GpuRankMain {
         // the others wait for it at a bounded barrier
         workload.reference();
         CudaContext ctx = gpu.context();
-        long[][] samples = new long[Phases.COUNT][plan.rounds()];
+        boolean graph = spec.launch() == LaunchMode.GRAPH;
         CudaEvent[] ev = new CudaEvent[6];
         try (MoeAllToAll h = gpu.createHandle(config)) {
-            int rank = h.rank();
             GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
             CudaStream stream = timing.stream();
             for (int e = 0; e < ev.length; e++) {
                 ev[e] = ctx.createEvent(true);
             }
             RankBuffers buffers = RankBuffers.allocate(h);
-            DispatchInput in = buffers.upload(workload.rank(rank), false);
-            long[] t = new long[6];
-            for (int round = 0; round < plan.total(); round++) {
-                boolean checked = plan.checked(round);
-                if (checked) {
-                    buffers.poisonOutputs();
+            // a graph keeps the launch arguments of its capture: with it, m is read from device memory
+            DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
+            long[][] samples;
+            if (graph) {
+                try (RoundGraph dispatch = gpu.capture(h, () -> {
+                        h.dispatchSend(in);
+                        h.dispatchRecv(buffers.dispatchOutput());
+                    });
+                     RoundGraph combine = gpu.capture(h, () -> {
+                        h.combineSend(buffers.expertY());
+                        h.combineRecv(buffers.weights(), buffers.out());
+                    })) {
+                    samples = rounds(spec, plan, workload, buffers, timing, ev, dispatch::replay, combine::replay,
+                            problems);
                 }
-                timing.barrier().run();
-                ev[0].record(stream);
-                h.dispatchSend(in);
-                ev[1].record(stream);
-                h.dispatchRecv(buffers.dispatchOutput());
-                ev[2].record(stream);
-                if (plan.runExperts(round)) {
-                    buffers.runExperts();
-                }
-                timing.barrier().run();
-                ev[3].record(stream);
-                h.combineSend(buffers.expertY());
-                ev[4].record(stream);
-                h.combineRecv(buffers.weights(), buffers.out());
-                ev[5].record(stream);
-                ev[5].synchronize();
-                if (plan.timed(round)) {
-                    t[0] = 0;
-                    for (int e = 1; e < 6; e++) {
-                        t[e] = Math.round(ev[e].elapsedMillisSince(ev[0]) * 1e6);
-                    }
-                    long[] d = Phases.fromInstants(t);
-                    for (int p = 0; p < Phases.COUNT; p++) {
-                        samples[p][round - plan.warmup()] = d[p];
-                    }
-                }
-                if (checked) {
-                    ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, h.memory(),
-                            buffers.dispatchOutput())
-                            .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
-                                    buffers.out()));
-                    if (!report.ok()) {
-                        problems.add(spec + " round " + round + ": " + report);
-                    }
-                }
+            } else {
+                samples = rounds(spec, plan, workload, buffers, timing, ev, () -> {
+                    h.dispatchSend(in);
+                    ev[1].record(stream);
+                    h.dispatchRecv(buffers.dispatchOutput());
+                }, () -> {
+                    h.combineSend(buffers.expertY());
+                    ev[4].record(stream);
+                    h.combineRecv(buffers.weights(), buffers.out());
+                }, problems);
             }
-            // every rank done with its checks before the collective close
+            // every rank done with its checks before the collective close (this also raises a
+            // timeout that the last rounds recorded)
             timing.barrier().run();
+            return samples;
         } finally {
             for (CudaEvent e : ev) {
                 if (e != null) {
@@ -131,6 +126,74 @@ public final class GpuRankMain {
                 }
             }
         }
+    }
+
+    /**
+     * The rounds of one spec on its handle: {@code dispatch} and {@code combine} enqueue a half
+     * (plain: the two calls with event 1, resp. 4, recorded between them; graph: one replay).
+     * Events 0 and 2 bracket the dispatch, 3 and 5 the combine. Returns the samples
+     * {@code [phase][timed round]}; in graph mode the send/recv phases have none.
+     */
+    private static long[][] rounds(RunSpec spec, RoundPlan plan, Workload workload, RankBuffers buffers,
+                                   GpuBackend.DeviceTiming timing, CudaEvent[] ev, Runnable dispatch, Runnable combine,
+                                   List<String> problems) {
+        boolean split = spec.launch().timesSendAndRecv();
+        long[][] samples = new long[Phases.COUNT][];
+        for (int p = 0; p < Phases.COUNT; p++) {
+            samples[p] = new long[split || !Phases.isSendOrRecv(p) ? plan.rounds() : 0];
+        }
+        MoeAllToAll h = buffers.handle();
+        int rank = h.rank();
+        CudaStream stream = timing.stream();
+        long[] t = new long[6];
+        for (int round = 0; round < plan.total(); round++) {
+            boolean checked = plan.checked(round);
+            if (checked) {
+                buffers.poisonOutputs();
+            }
+            timing.barrier().run();
+            ev[0].record(stream);
+            dispatch.run();
+            ev[2].record(stream);
+            if (plan.runExperts(round)) {
+                buffers.runExperts();
+            }
+            timing.barrier().run();
+            ev[3].record(stream);
+            combine.run();
+            ev[5].record(stream);
+            ev[5].synchronize();
+            if (plan.timed(round)) {
+                int i = round - plan.warmup();
+                if (split) {
+                    t[0] = 0;
+                    for (int e = 1; e < 6; e++) {
+                        t[e] = nanosBetween(ev[0], ev[e]);
+                    }
+                    long[] d = Phases.fromInstants(t);
+                    for (int p = 0; p < Phases.COUNT; p++) {
+                        samples[p][i] = d[p];
+                    }
+                } else {
+                    samples[Phases.DISPATCH][i] = nanosBetween(ev[0], ev[2]);
+                    samples[Phases.COMBINE][i] = nanosBetween(ev[3], ev[5]);
+                }
+            }
+            if (checked) {
+                ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, h.memory(),
+                        buffers.dispatchOutput())
+                        .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
+                                buffers.out()));
+                if (!report.ok()) {
+                    problems.add(spec + " round " + round + ": " + report);
+                }
+            }
+        }
         return samples;
+    }
+
+    /** Nanoseconds from {@code start} to {@code end} (both recorded and completed). */
+    private static long nanosBetween(CudaEvent start, CudaEvent end) {
+        return Math.round(end.elapsedMillisSince(start) * 1e6);
     }
 }

@@ -26,9 +26,16 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
         return phases.get(index);
     }
 
+    /** How the handle's calls were launched (the spec's). */
+    LaunchMode launch() {
+        return spec.launch();
+    }
+
     /**
      * Per round and phase, the slowest rank's time: {@code perRank[rank][phase][round]} nanoseconds
-     * to {@link PhaseTimes} in {@link Phases} order.
+     * to {@link PhaseTimes} in {@link Phases} order. A phase that no rank measured (no samples on
+     * every rank: the send/recv split of a graph replay) gives a {@link PhaseTimes} without
+     * samples; otherwise every rank needs {@code rounds} samples.
      */
     static List<PhaseTimes> slowest(List<long[][]> perRank, int rounds) {
         if (perRank.isEmpty()) {
@@ -37,6 +44,11 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
         List<PhaseTimes> out = new ArrayList<>();
         for (int p = 0; p < Phases.COUNT; p++) {
             PhaseTimes t = new PhaseTimes(Phases.NAMES.get(p), rounds);
+            final int phase = p;
+            if (perRank.stream().allMatch(rank -> rank[phase].length == 0)) {
+                out.add(t);
+                continue;
+            }
             for (int i = 0; i < rounds; i++) {
                 long max = 0;
                 for (long[][] rank : perRank) {

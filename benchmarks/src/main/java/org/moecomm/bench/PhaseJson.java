@@ -1,5 +1,6 @@
 package org.moecomm.bench;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -10,17 +11,23 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The per-phase results as JSON lines, one line per configuration (preset x tokens) with every
- * phase in it (BENCHMARKS.md "Record"): {@code preset, tokens, world, group, routing, backend,
- * mode, gpu, date, commit, command, warmup, rounds, checked, verified}, per phase
+ * The per-phase results as JSON lines, one line per configuration (preset x tokens x launch mode)
+ * with every phase in it (BENCHMARKS.md "Record"): {@code preset, tokens, world, group, routing,
+ * backend, launch, mode, gpu, date, commit, command, warmup, rounds, checked, verified}, per phase
  * {@code <phase>MedianUs} and {@code <phase>P90Us} for dispatchSend, dispatchRecv, combineSend,
- * combineRecv and the whole dispatch and combine, the bytes ({@code pairs, dispatchRows,
+ * combineRecv and the whole dispatch and combine (null where the phase was not measured: the
+ * send/recv split of {@code launch} "graph"), the bytes ({@code pairs, dispatchRows,
  * dispatchLogicalBytes, combineLogicalBytes, dispatchWireBytes, combineWireBytes}) and the
  * logical rates {@code dispatchGBps, combineGBps} (logical bytes over the whole operation's median).
+ * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
+ * none and are plain ({@link #launch(JsonNode)}).
  */
 final class PhaseJson {
     static final String TIMING_GPU = "CUDA events on each rank's stream; per round the slowest rank;"
             + " all ranks aligned by a barrier before dispatch and before combine";
+    static final String TIMING_GPU_GRAPH = "CUDA events on each rank's stream around the replay of the captured"
+            + " dispatch graph and of the captured combine graph (send and recv not timed apart); per round the"
+            + " slowest rank; all ranks aligned by a barrier before dispatch and before combine";
     static final String TIMING_CPU = "System.nanoTime around each call; per round the slowest rank;"
             + " all ranks aligned by a barrier before dispatch and before combine";
 
@@ -43,12 +50,14 @@ final class PhaseJson {
         o.put("routing", s.skewed() ? "skewed to rank 0" : "uniform");
         o.put("seed", s.seed());
         o.put("backend", run.backend());
+        o.put("launch", m.launch().label());
         o.put("mode", m.mode());
         o.put("gpu", m.device());
         o.put("date", run.date().toString());
         o.put("commit", run.commit());
         o.put("command", run.command());
-        o.put("timing", run.backend().equals("gpu") ? TIMING_GPU : TIMING_CPU);
+        o.put("timing", !run.backend().equals("gpu") ? TIMING_CPU
+                : m.launch() == LaunchMode.GRAPH ? TIMING_GPU_GRAPH : TIMING_GPU);
         o.put("warmup", m.plan().warmup());
         o.put("rounds", m.plan().rounds());
         o.put("checked", m.plan().checkedDescription());
@@ -75,6 +84,12 @@ final class PhaseJson {
 
     static List<String> lines(List<Measurement> ms, Run run) {
         return ms.stream().map(m -> line(m, run)).toList();
+    }
+
+    /** The launch mode of a results line: its {@code launch} field, plain when it has none (older files). */
+    static LaunchMode launch(JsonNode line) {
+        JsonNode v = line.get("launch");
+        return v == null || v.isNull() ? LaunchMode.PLAIN : LaunchMode.byLabel(v.asText());
     }
 
     /**

@@ -2,7 +2,11 @@ package org.moecomm.bench;
 
 import java.util.Arrays;
 
-/** Nanosecond samples of one phase (one per round, the slowest rank's), summarised as median and p90. */
+/**
+ * Nanosecond samples of one phase (one per round, the slowest rank's), summarised as median and
+ * p90; a phase with no samples (not measured, e.g. the send/recv split of a graph replay) has NaN
+ * for both.
+ */
 final class PhaseTimes {
     private final String name;
     private final long[] samples;
@@ -19,6 +23,11 @@ final class PhaseTimes {
 
     void add(long nanos) {
         samples[count++] = nanos;
+    }
+
+    /** Whether the phase has samples (else median and p90 are NaN). */
+    boolean measured() {
+        return count > 0;
     }
 
     double medianMicros() {

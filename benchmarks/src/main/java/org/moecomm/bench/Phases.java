@@ -25,6 +25,11 @@ final class Phases {
     private Phases() {
     }
 
+    /** Whether phase {@code p} is the send or the recv of a half (not timed in graph replays), not a whole half. */
+    static boolean isSendOrRecv(int p) {
+        return p != DISPATCH && p != COMBINE;
+    }
+
     /**
      * The six phase durations of one round from six instants: before dispatch send, after
      * dispatch send, after dispatch recv, before combine send, after combine send, after combine

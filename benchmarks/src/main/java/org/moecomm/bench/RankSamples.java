@@ -16,9 +16,10 @@ import java.util.stream.Collectors;
  * ({@code rank-<r>.tsv} in the run's folder), tab-separated lines:
  * <pre>
  * device  NAME
- * spec    I  preset:tokens:world:group:uniform|skewed:seed
+ * spec    I  preset:tokens:world:group:uniform|skewed:seed:plain|graph
  * problem I  TEXT                        (one per line of a failed check)
- * phase   I  P  N1,N2,...                (nanoseconds per timed round, phase P of {@link Phases})
+ * phase   I  P  N1,N2,...                (nanoseconds per timed round, phase P of {@link Phases};
+ *                                         nothing after the tab for a phase not measured)
  * done    I
  * </pre>
  * {@code I} numbers the configurations of the launch.

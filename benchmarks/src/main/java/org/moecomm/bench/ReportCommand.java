@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
@@ -43,8 +45,8 @@ final class ReportCommand implements Callable<Integer> {
         if (kernels != null) {
             table.append(kernelTable(kernels));
         }
-        Path phases = newest("gpu-phases.json");
-        if (phases != null) {
+        List<Path> phases = all("gpu-phases.json");
+        if (!phases.isEmpty()) {
             table.append(phaseTable(phases));
         }
         String text = Files.readString(readme);
@@ -55,18 +57,26 @@ final class ReportCommand implements Callable<Integer> {
         }
         Files.writeString(readme, text.substring(0, b + BEGIN.length()) + "\n" + table + text.substring(e));
         System.out.println("updated " + readme + " from " + (jmh == null ? "-" : jmh.getFileName()) + ", "
-                + (kernels == null ? "-" : kernels.getFileName()) + ", " + (phases == null ? "-" : phases.getFileName()));
+                + (kernels == null ? "-" : kernels.getFileName()) + ", " + (phases.isEmpty() ? "-"
+                : String.join(" + ", newestPerWorld(phases).values().stream().distinct()
+                        .map(p -> p.getFileName().toString()).toList())));
         return 0;
     }
 
     /** The newest file (by name: names start with the date) ending in {@code suffix}. */
     private Path newest(String suffix) throws IOException {
+        List<Path> files = all(suffix);
+        return files.isEmpty() ? null : files.getFirst();
+    }
+
+    /** The files ending in {@code suffix}, newest (by name) first. */
+    private List<Path> all(String suffix) throws IOException {
         if (!Files.isDirectory(results)) {
-            return null;
+            return List.of();
         }
         try (Stream<Path> files = Files.list(results)) {
             return files.filter(p -> p.getFileName().toString().endsWith(suffix))
-                    .max(Comparator.comparing(p -> p.getFileName().toString())).orElse(null);
+                    .sorted(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed()).toList();
         }
     }
 
@@ -110,28 +120,69 @@ final class ReportCommand implements Callable<Integer> {
         return s.toString();
     }
 
+    /** The per-phase table of every line of one file. */
     String phaseTable(Path file) throws IOException {
+        return phaseTable(List.of(file));
+    }
+
+    /**
+     * The per-phase table: for each world size W found in {@code files}, the lines of W from the
+     * newest file (by name: names start with the date) that has lines of W, W ascending, each
+     * file's lines in their order (preset, tokens, launch mode). A line without {@code launch}
+     * (written before graph replays were measured) is plain; a phase without a number is "-".
+     */
+    String phaseTable(List<Path> files) throws IOException {
+        Map<Integer, Path> sources = newestPerWorld(files);
         StringBuilder s = new StringBuilder();
-        s.append("\nDispatch and combine per phase on the GPU backend (`").append(file.getFileName())
-                .append("`; median us, slowest rank per round):\n\n| preset | W | mode | tokens/rank |");
+        s.append("\nDispatch and combine per phase on the GPU backend (")
+                .append(String.join(", ", sources.values().stream().distinct().map(p -> "`" + p.getFileName() + "`")
+                        .toList()))
+                .append("; median us, slowest rank per round; launch plain: every call launched from the host,"
+                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart):\n\n"
+                        + "| preset | W | mode | tokens/rank | launch |");
         // one column per phase, named and ordered as Phases.KEYS
         for (String name : Phases.NAMES) {
             s.append(' ').append(name).append(" |");
         }
-        s.append(" verified |\n|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
-        for (String line : Files.readAllLines(file)) {
-            if (line.isBlank()) {
-                continue;
+        s.append(" verified |\n|---|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
+        for (Map.Entry<Integer, Path> e : sources.entrySet()) {
+            for (JsonNode r : phaseLines(e.getValue())) {
+                if (r.path("world").asInt() != e.getKey()) {
+                    continue;
+                }
+                s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d | %s |", r.path("preset").asText(),
+                        r.path("world").asInt(), r.path("mode").asText(), r.path("tokens").asInt(),
+                        PhaseJson.launch(r).label()));
+                for (String key : Phases.KEYS) {
+                    JsonNode v = r.get(key + "MedianUs");
+                    s.append(v == null || v.isNull() ? " - |" : String.format(Locale.ROOT, " %.1f |", v.asDouble()));
+                }
+                s.append(' ').append(r.path("verified").asText()).append(" |\n");
             }
-            JsonNode r = json.readTree(line);
-            s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d |", r.path("preset").asText(), r.path("world").asInt(),
-                    r.path("mode").asText(), r.path("tokens").asInt()));
-            for (String key : Phases.KEYS) {
-                JsonNode v = r.get(key + "MedianUs");
-                s.append(v == null || v.isNull() ? " - |" : String.format(Locale.ROOT, " %.1f |", v.asDouble()));
-            }
-            s.append(' ').append(r.path("verified").asText()).append(" |\n");
         }
         return s.toString();
+    }
+
+    /** Per world size (ascending), the newest of {@code files} (by name) with lines of that size. */
+    Map<Integer, Path> newestPerWorld(List<Path> files) throws IOException {
+        List<Path> newestFirst = files.stream()
+                .sorted(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed()).toList();
+        Map<Integer, Path> out = new TreeMap<>();
+        for (Path f : newestFirst) {
+            for (JsonNode r : phaseLines(f)) {
+                out.putIfAbsent(r.path("world").asInt(), f);
+            }
+        }
+        return out;
+    }
+
+    private List<JsonNode> phaseLines(Path file) throws IOException {
+        List<JsonNode> out = new ArrayList<>();
+        for (String line : Files.readAllLines(file)) {
+            if (!line.isBlank()) {
+                out.add(json.readTree(line));
+            }
+        }
+        return out;
     }
 }

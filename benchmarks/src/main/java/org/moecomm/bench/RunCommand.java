@@ -46,8 +46,11 @@ abstract class RunCommand implements Callable<Integer> {
     /** The name errors are reported under. */
     abstract String name();
 
-    /** The configurations to run (may throw {@link IllegalArgumentException} for bad options). */
-    abstract List<RunSpec> specs();
+    /**
+     * The configurations to run on {@code backend} (may throw {@link IllegalArgumentException}
+     * for bad options, or for options the backend cannot run).
+     */
+    abstract List<RunSpec> specs(BackendChoice.Backend backend);
 
     abstract RoundPlan plan();
 
@@ -64,9 +67,9 @@ abstract class RunCommand implements Callable<Integer> {
         List<RunSpec> specs;
         RoundPlan plan;
         try {
-            specs = specs();
             plan = plan();
             choice = BackendChoice.choose(backend, gpuProbe);
+            specs = specs(choice.backend());
         } catch (IllegalArgumentException e) {
             err.println("moecomm " + name() + ": " + e.getMessage());
             return 2;

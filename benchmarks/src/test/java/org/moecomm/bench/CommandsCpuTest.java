@@ -49,24 +49,79 @@ class CommandsCpuTest {
         DemoCommand d = new DemoCommand();
         new CommandLine(d).parseArgs("--preset", "mixtral-8x7b", "--tokens", "7", "--world", "2", "--group", "2",
                 "--rounds", "3", "--warmup", "1", "--skewed", "--seed", "9", "--backend", "cpu");
-        assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9)), d.specs());
+        assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9)), d.specs(BackendChoice.Backend.CPU));
+        // the demo launches plainly on either backend
+        assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9, LaunchMode.PLAIN)),
+                d.specs(BackendChoice.Backend.GPU));
         assertEquals(new RoundPlan(1, 3, true, true), d.plan());
         assertEquals("cpu", d.backend);
         DemoCommand defaults = new DemoCommand();
         new CommandLine(defaults).parseArgs();
         assertEquals("auto", defaults.backend);
-        assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs());
+        assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs(BackendChoice.Backend.GPU));
     }
 
     @Test
     void benchOptionsParse() {
         BenchCommand b = new BenchCommand();
         new CommandLine(b).parseArgs();
-        assertEquals(8, b.specs().size());
-        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1), b.specs().getFirst());
-        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1), b.specs().getLast());
+        // the CPU backend: plain launches only, one spec per preset and tokens
+        List<RunSpec> cpu = b.specs(BackendChoice.Backend.CPU);
+        assertEquals(8, cpu.size());
+        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getFirst());
+        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getLast());
+        // the GPU backend: plain and graph, the two modes of a configuration next to each other
+        List<RunSpec> gpu = b.specs(BackendChoice.Backend.GPU);
+        assertEquals(16, gpu.size());
+        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(0));
+        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.GRAPH), gpu.get(1));
+        assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(2));
+        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
+        assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
         assertEquals(new RoundPlan(20, 100, false, false), b.plan());
         assertEquals(Path.of("benchmarks/results"), b.outDir);
+    }
+
+    @Test
+    void benchLaunchOptionParses() {
+        BenchCommand graphOnly = new BenchCommand();
+        new CommandLine(graphOnly).parseArgs("--launch", "graph", "--presets", "mixtral-8x7b", "--tokens", "2,4");
+        assertEquals(List.of(new RunSpec("mixtral-8x7b", 2, 4, 1, false, 1, LaunchMode.GRAPH),
+                new RunSpec("mixtral-8x7b", 4, 4, 1, false, 1, LaunchMode.GRAPH)),
+                graphOnly.specs(BackendChoice.Backend.GPU));
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> graphOnly.specs(BackendChoice.Backend.CPU));
+        assertTrue(e.getMessage().contains("the CPU backend has only plain launches"), e.getMessage());
+
+        BenchCommand both = new BenchCommand();
+        new CommandLine(both).parseArgs("--launch", "GRAPH,plain,graph", "--presets", "mixtral-8x7b", "--tokens", "2");
+        assertEquals(List.of(LaunchMode.GRAPH, LaunchMode.PLAIN), both.launchModes(BackendChoice.Backend.GPU));
+        assertEquals(List.of("graph", "plain"),
+                both.specs(BackendChoice.Backend.GPU).stream().map(s -> s.launch().label()).toList());
+
+        BenchCommand plain = new BenchCommand();
+        new CommandLine(plain).parseArgs("--launch", "plain");
+        assertEquals(List.of(LaunchMode.PLAIN), plain.launchModes(BackendChoice.Backend.GPU));
+        assertEquals(List.of(LaunchMode.PLAIN), plain.launchModes(BackendChoice.Backend.CPU));
+
+        BenchCommand bad = new BenchCommand();
+        new CommandLine(bad).parseArgs("--launch", "eager");
+        e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> bad.specs(BackendChoice.Backend.GPU));
+        assertEquals("unknown launch mode 'eager' (plain, graph)", e.getMessage());
+    }
+
+    @Test
+    void benchRefusesGraphLaunchesOnTheCpu(@TempDir Path dir) throws Exception {
+        // --backend auto without a GPU falls back to the CPU, which cannot replay graphs
+        assertEquals(2, execute(new BenchCommand(), "--launch", "plain,graph", "--out-dir", dir.toString()));
+        assertTrue(err().contains("moecomm bench: --launch graph: the CPU backend has only plain launches"), err());
+        assertFalse(out().contains("moecomm bench: backend="), out());
+        try (Stream<Path> s = Files.list(dir)) {
+            assertEquals(0, s.count());
+        }
+        assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--launch", "sideways"));
+        assertTrue(err().contains("unknown launch mode 'sideways'"), err());
     }
 
     @Test
@@ -124,11 +179,26 @@ class CommandsCpuTest {
         assertTrue(first.get("command").asText().startsWith("moecomm bench --backend cpu"), first.toString());
         assertEquals("cpu", first.get("backend").asText());
         assertTrue(first.get("verified").asBoolean());
+        for (String line : lines) {
+            JsonNode j = JSON.readTree(line);
+            assertEquals("plain", j.get("launch").asText(), line);
+            for (String k : Phases.KEYS) {
+                assertTrue(j.get(k + "MedianUs").isNumber() && j.get(k + "MedianUs").asDouble() > 0, k + " in " + line);
+            }
+        }
         JsonNode last = JSON.readTree(lines.getLast());
         assertEquals("mixtral-8x7b", last.get("preset").asText());
         assertEquals(4, last.get("tokens").asInt());
         assertTrue(out().contains("BENCH OK"), out());
         assertTrue(out().contains("wrote 4 lines to"), out());
+        assertTrue(out().contains("4 configurations, W=2 G=1, launch=plain, 1 warm-up + 3 timed rounds each"), out());
+        List<String> table = out().lines().filter(l -> l.startsWith("preset") || l.startsWith("deepseek-v2-lite")
+                || l.startsWith("mixtral-8x7b")).toList();
+        assertEquals(5, table.size(), out());
+        assertTrue(table.getFirst().matches("preset\\s+m\\s+launch \\|.*"), table.getFirst());
+        assertTrue(table.get(1).matches("deepseek-v2-lite\\s+1\\s+plain \\|\\s+\\d+\\.\\d / .*"), table.get(1));
+        assertFalse(out().contains(" - /"), out());
+        assertFalse(out().contains("(graph:"), out());
     }
 
     @Test

@@ -8,7 +8,7 @@ import org.moecomm.core.launch.LaunchEnv;
 /**
  * Stands in for {@link GpuRankMain} without a GPU: takes the same arguments, reads its rank from
  * the launcher's environment and writes samples (rank r, config i, phase p, round k: 1000 * (r + 1)
- * * (i + 1) + p + k nanoseconds). With {@code MOECOMM_FAKE_FAIL_RANK} = r, that rank fails instead.
+ * * (i + 1) + p + k nanoseconds; for a graph spec none for the send/recv phases). With {@code MOECOMM_FAKE_FAIL_RANK} = r, that rank fails instead.
  */
 public final class FakeRankMain {
     private FakeRankMain() {
@@ -25,13 +25,17 @@ public final class FakeRankMain {
         RankSamples.append(file, List.of(RankSamples.deviceLine("Fake GPU")));
         for (int i = 2; i < args.length; i++) {
             int cfg = i - 2;
-            long[][] s = new long[Phases.COUNT][plan.rounds()];
+            RunSpec spec = RunSpec.decode(args[i]);
+            long[][] s = new long[Phases.COUNT][];
             for (int p = 0; p < Phases.COUNT; p++) {
-                for (int k = 0; k < plan.rounds(); k++) {
+                // like GpuRankMain: a graph replay times only the whole halves
+                boolean measured = spec.launch().timesSendAndRecv() || !Phases.isSendOrRecv(p);
+                s[p] = new long[measured ? plan.rounds() : 0];
+                for (int k = 0; k < s[p].length; k++) {
                     s[p][k] = 1000L * (rank + 1) * (cfg + 1) + p + k;
                 }
             }
-            RankSamples.append(file, RankSamples.lines(cfg, RunSpec.decode(args[i]), new ArrayList<>(), s));
+            RankSamples.append(file, RankSamples.lines(cfg, spec, new ArrayList<>(), s));
         }
         System.out.println("fake rank " + rank + " wrote " + file.getFileName());
     }

@@ -30,10 +30,22 @@ class PhaseResultsTest {
     @Test
     void specsAndPlansSurviveTheCommandLine() {
         RunSpec s = new RunSpec("deepseek-v3", 128, 4, 2, true, 42);
+        assertEquals(LaunchMode.PLAIN, s.launch());
+        assertEquals("deepseek-v3:128:4:2:skewed:42:plain", s.encode());
         assertEquals(s, RunSpec.decode(s.encode()));
+        RunSpec g = new RunSpec("deepseek-v3", 128, 4, 2, true, 42, LaunchMode.GRAPH);
+        assertEquals("deepseek-v3:128:4:2:skewed:42:graph", g.encode());
+        assertEquals(g, RunSpec.decode(g.encode()));
+        assertEquals("deepseek-v3 m=128 W=4 G=2 skewed launch=graph", g.toString());
+        assertEquals("deepseek-v3 m=128 W=4 G=2 skewed", s.toString());
+        // the launch mode does not change the handle nor the workload
+        assertEquals(s.config(), g.config());
+        // a word of six fields (before launch modes) is plain
+        assertEquals(s, RunSpec.decode("deepseek-v3:128:4:2:skewed:42"));
         assertEquals(PLAN, RoundPlan.decode(PLAN.encode()));
         assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4"));
         assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("nope:1:4:1:uniform:1"));
+        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4:1:uniform:1:eager"));
     }
 
     @Test
@@ -83,6 +95,59 @@ class PhaseResultsTest {
     }
 
     @Test
+    void graphRankFilesHaveOnlyWholeHalves(@TempDir Path dir) throws IOException {
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 8, LaunchMode.GRAPH));
+        // rank 0 slower in round 0, rank 1 in rounds 1 and 2; no send/recv samples on either
+        writeRank(dir, 0, specs, new long[] {9_000, 1_000, 1_000}, List.of());
+        writeRank(dir, 1, specs, new long[] {2_000, 5_000, 7_000}, List.of());
+        List<String> lines = Files.readAllLines(RankSamples.file(dir, 0));
+        assertTrue(lines.contains("spec\t0\tdeepseek-v2-lite:8:2:1:uniform:1:graph"), lines.toString());
+        assertTrue(lines.contains("phase\t0\t" + Phases.DISPATCH_SEND + "\t"), lines.toString());
+        List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
+                RankSamples.read(RankSamples.file(dir, 1)));
+        assertEquals(0, ranks.getFirst().samples(0)[Phases.COMBINE_RECV].length);
+        Measurement m = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(2, true)).getFirst();
+        assertEquals(LaunchMode.GRAPH, m.launch());
+        for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.COMBINE_SEND, Phases.COMBINE_RECV}) {
+            assertFalse(m.phase(p).measured(), Phases.NAMES.get(p));
+            assertTrue(Double.isNaN(m.phase(p).medianMicros()), Phases.NAMES.get(p));
+        }
+        // slowest per round 90000, 50000, 70000 ns (dispatch written as 10x): median 70 us, p90 90 us
+        assertTrue(m.phase(Phases.DISPATCH).measured());
+        assertEquals(70.0, m.phase(Phases.DISPATCH).medianMicros(), 1e-9);
+        assertEquals(90.0, m.phase(Phases.DISPATCH).p90Micros(), 1e-9);
+        assertEquals(7.0, m.phase(Phases.COMBINE).medianMicros(), 1e-9);
+        assertEquals(m.traffic().logicalDispatchBytes() / 70e3, m.dispatchGBps(), 1e-9);
+        assertTrue(m.verified());
+
+        JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
+                "moecomm bench")));
+        assertEquals("graph", j.get("launch").asText());
+        assertEquals(PhaseJson.TIMING_GPU_GRAPH, j.get("timing").asText());
+        for (String k : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv")) {
+            assertTrue(j.has(k + "MedianUs") && j.get(k + "MedianUs").isNull(), k + " in " + j);
+            assertTrue(j.has(k + "P90Us") && j.get(k + "P90Us").isNull(), k + " in " + j);
+        }
+        assertEquals(70.0, j.get("dispatchMedianUs").asDouble(), 1e-9);
+        assertEquals(90.0, j.get("dispatchP90Us").asDouble(), 1e-9);
+        assertEquals(7.0, j.get("combineMedianUs").asDouble(), 1e-9);
+        assertEquals(LaunchMode.GRAPH, PhaseJson.launch(j));
+
+        String row = BenchCommand.tableRow(m);
+        assertTrue(row.startsWith("deepseek-v2-lite      8  graph |"), row);
+        assertTrue(row.contains("          - /        -       70.0 /     90.0 |"), row);
+        assertTrue(row.contains("          - /        -        7.0 /      9.0 |"), row);
+    }
+
+    @Test
+    void aPhaseMeasuredOnSomeRanksOnlyIsAnError() {
+        long[][] full = new long[Phases.COUNT][3];
+        long[][] partial = new long[Phases.COUNT][3];
+        partial[Phases.DISPATCH_SEND] = new long[0];
+        assertThrows(IllegalArgumentException.class, () -> Measurement.slowest(List.of(full, partial), 3));
+    }
+
+    @Test
     void incompleteOrBrokenRankFilesAreErrors(@TempDir Path dir) throws IOException {
         assertThrows(IOException.class, () -> RankSamples.read(dir.resolve("rank-7.tsv")));
         Path bad = dir.resolve("bad.tsv");
@@ -116,6 +181,10 @@ class PhaseResultsTest {
             assertTrue(j.get(k + "MedianUs").isNumber() && j.get(k + "P90Us").isNumber(), k + " in " + j);
         }
         assertEquals("4 processes on 1 GPU under MPS", j.get("mode").asText());
+        assertEquals("plain", j.get("launch").asText());
+        assertEquals(PhaseJson.TIMING_GPU, j.get("timing").asText());
+        assertTrue(BenchCommand.tableRow(m).startsWith("deepseek-v3           8  plain |       20.0 /     30.0"),
+                BenchCommand.tableRow(m));
         assertEquals("NVIDIA H200", j.get("gpu").asText());
         assertEquals(20.0, j.get("dispatchSendMedianUs").asDouble(), 1e-9);
         assertEquals(30.0, j.get("dispatchSendP90Us").asDouble(), 1e-9);
@@ -150,7 +219,8 @@ class PhaseResultsTest {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         java.io.PrintStream ranksOut = new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8);
         GpuRunner runner = new GpuRunner(java.time.Duration.ofMinutes(2), ranksOut, FakeRankMain.class);
-        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1), spec("mixtral-8x7b", 2), spec("deepseek-v2-lite", 4));
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1), spec("mixtral-8x7b", 2), spec("deepseek-v2-lite", 4),
+                spec("deepseek-v2-lite", 4, LaunchMode.GRAPH));
         List<Measurement> ms = runner.run(specs, PLAN);
         assertEquals(specs, ms.stream().map(Measurement::spec).toList());
         assertTrue(bytes.toString(java.nio.charset.StandardCharsets.UTF_8).contains("[rank 1] fake rank 1 wrote"));
@@ -161,13 +231,27 @@ class PhaseResultsTest {
         assertEquals("Fake GPU", m.device());
         assertTrue(m.mode().startsWith("2 processes on 1 GPU"), m.mode());
         assertTrue(ms.stream().allMatch(Measurement::verified));
+        // the graph spec is the third configuration of the first launch: 1000 * 2 * 3 + p + k, no send/recv
+        Measurement g = ms.get(3);
+        assertEquals(LaunchMode.GRAPH, g.launch());
+        assertEquals(6.0 + (Phases.DISPATCH + 1) / 1000.0, g.phase(Phases.DISPATCH).medianMicros(), 1e-9);
+        assertFalse(g.phase(Phases.DISPATCH_SEND).measured());
+        assertFalse(g.phase(Phases.COMBINE_RECV).measured());
+        assertTrue(m.phase(Phases.COMBINE_RECV).measured());
     }
 
     private static RunSpec spec(String preset, int tokens) {
-        return new RunSpec(preset, tokens, 2, 1, false, 1);
+        return spec(preset, tokens, LaunchMode.PLAIN);
     }
 
-    /** A rank's file: every phase p of config i has samples base * (p == DISPATCH ? 10 : 1). */
+    private static RunSpec spec(String preset, int tokens, LaunchMode launch) {
+        return new RunSpec(preset, tokens, 2, 1, false, 1, launch);
+    }
+
+    /**
+     * A rank's file: every phase p of config i has samples base * (p == DISPATCH ? 10 : 1), but
+     * none for the send/recv phases of a graph spec (as GpuRankMain writes them).
+     */
     private static void writeRank(Path dir, int rank, List<RunSpec> specs, long[] base, List<String> problems)
             throws IOException {
         Path f = RankSamples.file(dir, rank);
@@ -175,6 +259,10 @@ class PhaseResultsTest {
         for (int i = 0; i < specs.size(); i++) {
             long[][] s = new long[Phases.COUNT][];
             for (int p = 0; p < Phases.COUNT; p++) {
+                if (!specs.get(i).launch().timesSendAndRecv() && Phases.isSendOrRecv(p)) {
+                    s[p] = new long[0];
+                    continue;
+                }
                 s[p] = base.clone();
                 if (p == Phases.DISPATCH) {
                     for (int k = 0; k < s[p].length; k++) {

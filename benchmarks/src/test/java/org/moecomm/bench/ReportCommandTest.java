@@ -1,6 +1,8 @@
 package org.moecomm.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,6 +12,21 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ReportCommandTest {
+    /** The first line of benchmarks/results/2026-12-02-h200-gpu-phases.json: written before the launch field. */
+    private static final String OLD_LINE = "{\"preset\":\"deepseek-v3\",\"tokens\":1,\"world\":4,\"group\":1,\"routing\":\"uniform\",\"seed\":1,"
+            + "\"backend\":\"gpu\",\"mode\":\"4 processes on 1 GPU under MPS\",\"gpu\":\"NVIDIA H200\","
+            + "\"date\":\"2026-12-02\",\"commit\":\"b82d7bd\","
+            + "\"command\":\"bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world 4 --warmup 200)\","
+            + "\"timing\":\"CUDA events on each rank's stream; per round the slowest rank; all ranks aligned by a barrier before dispatch and before combine\","
+            + "\"warmup\":200,\"rounds\":100,\"checked\":\"first round\",\"verified\":true,"
+            + "\"dispatchSendMedianUs\":41.728,\"dispatchSendP90Us\":63.936,\"dispatchRecvMedianUs\":31.04,"
+            + "\"dispatchRecvP90Us\":74.496,\"combineSendMedianUs\":39.84,\"combineSendP90Us\":60.96,"
+            + "\"combineRecvMedianUs\":38.944,\"combineRecvP90Us\":72.384,\"dispatchMedianUs\":69.152,"
+            + "\"dispatchP90Us\":140.864,\"combineMedianUs\":76.576,\"combineP90Us\":117.216,\"pairs\":32,"
+            + "\"dispatchRows\":15,\"dispatchLogicalBytes\":236544,\"combineLogicalBytes\":458752,"
+            + "\"dispatchWireBytes\":111600,\"combineWireBytes\":458752,\"dispatchGBps\":3.4206,"
+            + "\"combineGBps\":5.9908}";
+
     @TempDir
     Path tmp;
 
@@ -30,6 +47,105 @@ class ReportCommandTest {
             assertEquals(String.format(java.util.Locale.ROOT, "%.1f", (double) (i + 1)), values.get(column),
                     Phases.NAMES.get(i));
         }
+        // no launch field: plain
+        assertEquals("plain", values.get(header.indexOf("launch")));
+        assertEquals(header.size(), values.size());
+    }
+
+    /** A file written before launch modes existed reads as plain launches, every number in its column. */
+    @Test
+    void olderResultsWithoutLaunchAreRead() throws Exception {
+        Path file = tmp.resolve("2026-12-02-h200-gpu-phases.json");
+        Files.writeString(file, OLD_LINE + "\n");
+        List<String> rows = new ReportCommand().phaseTable(file).lines().filter(l -> l.startsWith("|")).toList();
+        assertEquals(3, rows.size(), rows.toString());
+        List<String> header = cells(rows.get(0));
+        List<String> row = cells(rows.get(2));
+        assertEquals(List.of("preset", "W", "mode", "tokens/rank", "launch", "dispatch send", "dispatch recv",
+                "combine send", "combine recv", "dispatch", "combine", "verified"), header);
+        assertEquals(List.of("deepseek-v3", "4", "4 processes on 1 GPU under MPS", "1", "plain", "41.7", "31.0", "39.8",
+                "38.9", "69.2", "76.6", "true"), row);
+    }
+
+    /** Graph lines: launch "graph", the send/recv columns "-" (null in the JSON), the whole halves in theirs. */
+    @Test
+    void graphRowsShowDashesForSendAndRecv() throws Exception {
+        Path file = tmp.resolve("2026-12-03-h200-gpu-phases.json");
+        Files.writeString(file, line("deepseek-v3", 4, 8, "plain", 10) + "\n" + line("deepseek-v3", 4, 8, "graph", 20)
+                + "\n");
+        List<String> rows = new ReportCommand().phaseTable(file).lines().filter(l -> l.startsWith("|")).toList();
+        List<String> header = cells(rows.get(0));
+        List<String> plain = cells(rows.get(2));
+        List<String> graph = cells(rows.get(3));
+        assertEquals("plain", plain.get(header.indexOf("launch")));
+        assertEquals("graph", graph.get(header.indexOf("launch")));
+        assertEquals("8", graph.get(header.indexOf("tokens/rank")));
+        for (String phase : List.of("dispatch send", "dispatch recv", "combine send", "combine recv")) {
+            assertEquals("-", graph.get(header.indexOf(phase)), phase);
+            assertFalse(plain.get(header.indexOf(phase)).equals("-"), phase);
+        }
+        assertEquals("25.0", graph.get(header.indexOf("dispatch")));
+        assertEquals("26.0", graph.get(header.indexOf("combine")));
+        assertEquals("12.0", plain.get(header.indexOf("dispatch recv")));
+        assertEquals("15.0", plain.get(header.indexOf("dispatch")));
+    }
+
+    /**
+     * Every world size shows, each from the newest file that has it: a newer W=4 file replaces the
+     * older W=4 rows, while the W=2 rows of another file stay; W ascending.
+     */
+    @Test
+    void everyWorldSizeShowsFromItsNewestFile() throws Exception {
+        Path results = Files.createDirectories(tmp.resolve("results"));
+        Files.writeString(results.resolve("2026-12-02-h200-gpu-phases.json"), OLD_LINE + "\n");
+        Files.writeString(results.resolve("2026-12-03-h200-gpu-phases.json"),
+                line("deepseek-v3", 4, 1, "plain", 100) + "\n" + line("deepseek-v3", 4, 1, "graph", 200) + "\n");
+        Files.writeString(results.resolve("2026-12-03-h200-w2-gpu-phases.json"),
+                line("deepseek-v2-lite", 2, 8, "plain", 300) + "\n" + line("deepseek-v2-lite", 2, 8, "graph", 400) + "\n");
+        // not a phases file
+        Files.writeString(results.resolve("2026-12-04-cpu-phases.json"), line("mixtral-8x7b", 2, 1, "plain", 1) + "\n");
+        Path readme = tmp.resolve("README.md");
+        Files.writeString(readme, "# x\n\n" + ReportCommand.BEGIN + "\nold table\n" + ReportCommand.END + "\nafter\n");
+        ReportCommand report = new ReportCommand();
+        report.results = results;
+        report.readme = readme;
+        assertEquals(0, report.call());
+        String text = Files.readString(readme);
+        assertFalse(text.contains("old table"), text);
+        assertTrue(text.endsWith(ReportCommand.END + "\nafter\n"), text);
+        assertTrue(text.contains("(`2026-12-03-h200-w2-gpu-phases.json`, `2026-12-03-h200-gpu-phases.json`;"), text);
+        List<List<String>> rows = text.lines().filter(l -> l.startsWith("| deepseek") || l.startsWith("| mixtral"))
+                .map(ReportCommandTest::cells).toList();
+        assertEquals(4, rows.size(), text);
+        // preset, W, tokens, launch, dispatch median
+        assertEquals(List.of("deepseek-v2-lite", "2", "8", "plain", "305.0"), pick(rows.get(0)));
+        assertEquals(List.of("deepseek-v2-lite", "2", "8", "graph", "405.0"), pick(rows.get(1)));
+        assertEquals(List.of("deepseek-v3", "4", "1", "plain", "105.0"), pick(rows.get(2)));
+        assertEquals(List.of("deepseek-v3", "4", "1", "graph", "205.0"), pick(rows.get(3)));
+        // the older W=4 file is superseded
+        assertFalse(text.contains("41.7"), text);
+    }
+
+    private static List<String> pick(List<String> row) {
+        return List.of(row.get(0), row.get(1), row.get(3), row.get(4), row.get(9));
+    }
+
+    /**
+     * A results line as PhaseJson writes it: phase i (Phases.KEYS order) has median base + i + 1
+     * us, except the send/recv phases of a graph line, which are null.
+     */
+    private static String line(String preset, int world, int tokens, String launch, double base) {
+        StringBuilder b = new StringBuilder(String.format(java.util.Locale.ROOT,
+                "{\"preset\":\"%s\",\"tokens\":%d,\"world\":%d,\"group\":1,\"backend\":\"gpu\",\"launch\":\"%s\","
+                        + "\"mode\":\"%d processes on 1 GPU under MPS\",\"verified\":true", preset, tokens, world, launch,
+                world));
+        for (int i = 0; i < Phases.KEYS.size(); i++) {
+            String key = Phases.KEYS.get(i);
+            boolean missing = launch.equals("graph") && Phases.isSendOrRecv(i);
+            b.append(",\"").append(key).append("MedianUs\":").append(missing ? "null" : Double.toString(base + i + 1));
+            b.append(",\"").append(key).append("P90Us\":").append(missing ? "null" : Double.toString(base + i + 2));
+        }
+        return b.append('}').toString();
     }
 
     private static List<String> cells(String row) {

@@ -10,7 +10,7 @@ import org.moecomm.kernels.ptx.PtxCompiler;
 
 /**
  * The handle's kernel runner: the CUDA binding's {@link GpuKernelRunner} on the handle's stream,
- * reporting a failure the bridge's kernels recorded before each launch and at
+ * reporting a failure a kernel recorded (a bounded wait that ran out) before each launch and at
  * {@link #synchronize()}. Kernels calling the one-sided communication methods of
  * {@code KernelContext} are linked with the NVSHMEM bridge's device functions.
  *

@@ -19,8 +19,8 @@ import org.moecomm.kernels.api.Buf;
  *   <li>{@link #copyFromHost}: small copies (up to {@value #SLOT_BYTES} bytes, such as a token
  *       count) go through a page-locked staging slot and do not wait for the GPU; larger ones
  *       wait for the stream, since the caller may reuse its memory once the call returns;</li>
- *   <li>{@link #copyToHost}: waits for the stream, then throws a failure the bridge's kernels
- *       recorded (a wait that ran out), so a caller never reads the results of a failed round;</li>
+ *   <li>{@link #copyToHost}: waits for the stream, then throws a failure a kernel recorded (a
+ *       wait that ran out), so a caller never reads the results of a failed round;</li>
  *   <li>{@link #fill}: enqueued on the stream.</li>
  * </ul>
  */

@@ -5,8 +5,8 @@ import org.moecomm.kernels.api.KernelRunner;
 
 /**
  * A transport, device memory and a kernel runner on one stream, without the dispatch/combine
- * protocol: for tests and micro-benchmarks of the NVSHMEM layer itself (ping-pong, bounded waits,
- * Java kernels calling the bridge's device functions). Made by
+ * protocol: for tests and micro-benchmarks of the NVSHMEM layer itself (Java kernels calling the
+ * bridge's device functions: ping-pong, exchanges, bounded waits). Made by
  * {@link GpuBackend#openEndpoint}; closing it is collective (symmetric buffers are freed with
  * {@code nvshmem_free}).
  */
@@ -29,8 +29,8 @@ public final class GpuEndpoint implements AutoCloseable {
     }
 
     /**
-     * Waits for the stream and forgets a recorded failure (a wait that ran out, a refused put), so
-     * the endpoint can be used again. Only sound when every rank saw its failure and all go on
+     * Waits for the stream and forgets a recorded failure (a kernel's wait or a barrier that ran
+     * out), so the endpoint can be used again. Only sound when every rank saw its failure and all go on
      * together, as the error-path tests do; a real job should end instead.
      */
     public void recover() {
@@ -48,7 +48,7 @@ public final class GpuEndpoint implements AutoCloseable {
     }
 
     /**
-     * Runs kernels on the endpoint's stream, in order with the transport's operations; kernels
+     * Runs kernels on the endpoint's stream, in order with the transport's barriers; kernels
      * calling the one-sided communication methods of {@code KernelContext} are linked with the
      * bridge's device functions. A launch or synchronisation throws a failure recorded before it.
      */
@@ -58,8 +58,8 @@ public final class GpuEndpoint implements AutoCloseable {
 
     /**
      * The endpoint's error context as a buffer, for the {@code errors} argument of
-     * {@code KernelContext.waitAtLeast}: a wait that runs out is raised, like the transport's own,
-     * as a {@link org.moecomm.core.WaitTimeoutException} at the next call.
+     * {@code KernelContext.waitAtLeast}: a wait that runs out is raised as a
+     * {@link org.moecomm.core.WaitTimeoutException} at the next launch or synchronisation.
      */
     public Buf errorContext() {
         return exec.errorContext();

@@ -116,7 +116,7 @@ final class GpuExecution implements AutoCloseable {
         return nameTags[slot] == tag && names[slot] != null ? names[slot] : "operation #" + tag;
     }
 
-    /** Throws the failure a bridge kernel recorded, if any. Cheap: one read of host memory. */
+    /** Throws the failure a kernel recorded, if any. Cheap: one read of host memory. */
     void check() {
         if (failure == null) {
             Optional<DeviceError> e = errors.poll();

@@ -75,7 +75,7 @@ public final class LocalLauncher {
     private static final List<String> PROPAGATED_PROPERTIES = List.of("moecomm.nvshmem.library", "moecomm.log.level",
             "log4j2.configurationFile", "log4j.configurationFile", "java.library.path",
             "org.bytedeco.javacpp.pathsFirst", "org.bytedeco.javacpp.logger.debug", "org.bytedeco.javacpp.cachedir",
-            "java.io.tmpdir", "moecomm.gpu.putThreads", "moecomm.gpu.checkPointers");
+            "java.io.tmpdir", "moecomm.gpu.checkPointers");
 
     private final int worldSize;
     private final String mainClass;

@@ -1,11 +1,12 @@
 package org.moecomm.core.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.foreign.ValueLayout;
+import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -13,18 +14,31 @@ import org.junit.jupiter.api.Timeout;
 import org.moecomm.core.MoeCommException;
 import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.core.backend.SymmetricBuffer;
-import org.moecomm.core.backend.Transport;
 import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
+import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.comm.CommKernels;
 
+/**
+ * The CPU transport's host part (symmetric allocation, barrier, close) and what it gives the
+ * kernels (the names of their waits); the kernels' puts, signals and waits themselves are tested
+ * with the kernels (OneSidedCommunicationTest) and through the protocol.
+ */
 @Timeout(60)
 class CpuTransportTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
+    private static final Kernel EXCHANGE = new Kernel(CommKernels.class, "exchange");
+
+    /** A rank's transport with a runner of its own (a CPU runner holds no resources: not closed here). */
+    private static CpuTransport transport(CpuCluster cluster, int rank, Duration timeout) {
+        return new CpuTransport(cluster, rank, timeout, new CpuRankRunner(cluster.heap(), rank, cluster.worldSize()));
+    }
 
     @Test
     void symmetricAllocationsMatchByOrderAndAreZeroed() {
         try (CpuCluster cluster = CpuCluster.create(2)) {
-            CpuTransport t0 = new CpuTransport(cluster, 0, TIMEOUT);
-            CpuTransport t1 = new CpuTransport(cluster, 1, TIMEOUT);
+            CpuTransport t0 = transport(cluster, 0, TIMEOUT);
+            CpuTransport t1 = transport(cluster, 1, TIMEOUT);
             CpuSymmetricBuffer a0 = (CpuSymmetricBuffer) t0.allocateSymmetric(64);
             CpuSymmetricBuffer b0 = (CpuSymmetricBuffer) t0.allocateSymmetric(128);
             CpuSymmetricBuffer a1 = (CpuSymmetricBuffer) t1.allocateSymmetric(64);
@@ -44,108 +58,72 @@ class CpuTransportTest {
         }
     }
 
+    /** A buffer is freed when the last rank's transport closes; a closed transport allocates nothing. */
     @Test
-    void putWithSignalCopiesCountRowsThenSignalsBasePlusCount() {
+    void closeReleasesTheRanksShareAndRefusesAllocationsAfterwards() {
         try (CpuCluster cluster = CpuCluster.create(2)) {
-            CpuTransport t0 = new CpuTransport(cluster, 0, TIMEOUT);
-            CpuTransport t1 = new CpuTransport(cluster, 1, TIMEOUT);
-            SymmetricBuffer data0 = t0.allocateSymmetric(256);
-            SymmetricBuffer sig0 = t0.allocateSymmetric(32);
-            SymmetricBuffer data1 = t1.allocateSymmetric(256);
-            SymmetricBuffer sig1 = t1.allocateSymmetric(32);
-            for (int i = 0; i < 256; i++) {
-                data0.local().setByte(i, (byte) i);
-            }
-            Buf count = Buf.of(java.lang.foreign.Arena.ofAuto().allocate(16));
-            count.setInt(2, 3);
-            // rows of 16 bytes: 3 rows from offset 32 to peer 1's offset 64; signal word 1
-            t0.putWithSignal(data0.local(), 32, data1, 64, count, 2, 16, sig1, 1, 5L << 32, 1);
-            t1.waitAtLeast(sig1, 1, 5L << 32, 0, "test[1]");
-            assertEquals((5L << 32) + 3, sig1.local().getLong(1));
-            for (int i = 0; i < 48; i++) {
-                assertEquals((byte) (32 + i), data1.local().getByte(64 + i));
-            }
-            assertEquals(0, data1.local().getByte(64 + 48));
-            assertEquals(0, data1.local().getByte(63));
-            assertEquals(0, sig0.local().getLong(1));
-
-            t1.signal(sig0, 0, 7, Transport.SignalOp.SET, 0);
-            t1.signal(sig0, 0, 5, Transport.SignalOp.ADD, 0);
-            t0.waitAtLeast(sig0, 0, 12, 1, "test[0]");
-            assertEquals(12, sig0.local().getLong(0));
-            t1.signal(sig0, 0, 2, Transport.SignalOp.SET, 0);
-            assertEquals(2, sig0.local().getLong(0));
-            assertThrows(IllegalArgumentException.class,
-                    () -> t1.signal(sig0, 4, 1, Transport.SignalOp.SET, 0));
-            assertThrows(IllegalArgumentException.class,
-                    () -> t1.signal(sig0, 0, 1, Transport.SignalOp.SET, 2));
+            CpuTransport t0 = transport(cluster, 0, TIMEOUT);
+            CpuTransport t1 = transport(cluster, 1, TIMEOUT);
+            SymmetricBuffer a0 = t0.allocateSymmetric(64);
+            t1.allocateSymmetric(64);
+            t0.close();
+            t0.close(); // idempotent
+            assertTrue(a0.local().segment().scope().isAlive(), "freed while rank 1 still holds it");
+            t1.close();
+            assertFalse(a0.local().segment().scope().isAlive(), "not freed when the last rank closed");
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> t0.allocateSymmetric(16));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
         }
     }
 
+    /**
+     * A kernel's bounded wait that runs out fails the launch on the rank's runner with the
+     * exception the GPU backend raises: the peer, the signal named through the transport's
+     * {@code registerWaits}, the expected and the seen value.
+     */
     @Test
-    void waitTimesOutNamingPeerSignalAndValues() {
+    void aKernelWaitThatRunsOutNamesPeerRegisteredSignalAndValues() {
         try (CpuCluster cluster = CpuCluster.create(2)) {
-            CpuTransport t0 = new CpuTransport(cluster, 0, Duration.ofMillis(200));
-            SymmetricBuffer sig = t0.allocateSymmetric(16);
-            sig.local().setLong(1, 3L << 32 | 9);
-            long start = System.nanoTime();
-            WaitTimeoutException e = assertThrows(WaitTimeoutException.class,
-                    () -> t0.waitAtLeast(sig, 1, 4L << 32, 1, "dispatch[1]"));
-            long ms = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(ms >= 190 && ms < 5000, "waited " + ms + " ms");
-            assertEquals(0, e.rank());
-            assertEquals(1, e.peer());
-            assertEquals("dispatch[1]", e.signal());
-            assertEquals(4L << 32, e.expected());
-            assertEquals(3L << 32 | 9, e.seen());
-            assertTrue(e.getMessage().contains("peer 1") && e.getMessage().contains("dispatch[1]")
-                    && e.getMessage().contains("round 3, count 9"), e.getMessage());
-        }
-    }
-
-    /** Many handshakes: each side writes a block then signals; the other must see the whole block. */
-    @Test
-    void releaseAcquireMakesPutDataVisibleAcrossThreads() {
-        int rounds = 2000;
-        try (CpuCluster cluster = CpuCluster.create(2)) {
-            cluster.runOnAllRanks(rank -> {
-                CpuTransport t = new CpuTransport(cluster, rank, TIMEOUT);
-                SymmetricBuffer data = t.allocateSymmetric(1024);
-                SymmetricBuffer sig = t.allocateSymmetric(8);
-                Buf src = Buf.of(java.lang.foreign.Arena.ofAuto().allocate(1024 + 16));
-                Buf count = src.slice(1024, 16);
-                count.setInt(0, 64);
-                int peer = 1 - rank;
-                for (int n = 1; n <= rounds; n++) {
-                    for (int i = 0; i < 128; i++) {
-                        src.setLong(i, (long) n * 1000 + i + rank);
-                    }
-                    t.putWithSignal(src, 0, data, 0, count, 0, 16, sig, 0, (long) n << 32, peer);
-                    t.waitAtLeast(sig, 0, (long) n << 32, peer, "ping");
-                    for (int i = 0; i < 128; i++) {
-                        long v = data.local().segment().get(ValueLayout.JAVA_LONG, 8L * i);
-                        if (v != (long) n * 1000 + i + peer) {
-                            throw new AssertionError("round " + n + " word " + i + ": " + v);
-                        }
-                    }
-                    // the peer may overwrite our data only after we said we read it
-                    t.barrier();
-                }
-                t.close();
-                return null;
-            });
+            SymmetricHeap heap = cluster.heap();
+            try (CpuRankRunner runner = new CpuRankRunner(heap, 0, 2)) {
+                CpuTransport t0 = new CpuTransport(cluster, 0, TIMEOUT, runner);
+                CpuTransport t1 = transport(cluster, 1, TIMEOUT);
+                SymmetricBuffer recv = t0.allocateSymmetric(2 * 64);
+                SymmetricBuffer signals = t0.allocateSymmetric(16);
+                t1.allocateSymmetric(2 * 64);
+                t1.allocateSymmetric(16);
+                int tag = t0.registerWaits(List.of("dispatch[0]", "dispatch[1]"));
+                signals.local().setLong(1, 3L << 32 | 9);
+                Buf send = Buf.of(Arena.ofAuto().allocate(2 * 64));
+                Buf rows = Buf.of(Arena.ofAuto().allocate(8));
+                Buf arrived = Buf.of(Arena.ofAuto().allocate(8));
+                // rank 0 alone: block d puts to d and waits for d's signal word; rank 1 never signals
+                long start = System.nanoTime();
+                WaitTimeoutException e = assertThrows(WaitTimeoutException.class, () -> runner.launch(EXCHANGE,
+                        Grid.of(2, 32), recv.local(), send, rows, signals.local(), arrived, t0.waitErrors(), 64L, 64L,
+                        4L << 32, 200_000_000L, 0, tag + 1));
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(ms >= 190 && ms < 5000, "waited " + ms + " ms");
+                assertEquals(0, e.rank());
+                assertEquals(1, e.peer());
+                assertEquals("dispatch[1]", e.signal());
+                assertEquals(4L << 32, e.expected());
+                assertEquals(3L << 32 | 9, e.seen());
+                assertTrue(e.getMessage().contains("peer 1") && e.getMessage().contains("dispatch[1]")
+                        && e.getMessage().contains("round 3, count 9"), e.getMessage());
+            }
         }
     }
 
     @Test
     void barrierTimesOutWhenARankIsMissing() {
         try (CpuCluster cluster = CpuCluster.create(2)) {
-            CpuTransport t0 = new CpuTransport(cluster, 0, Duration.ofMillis(100));
+            CpuTransport t0 = transport(cluster, 0, Duration.ofMillis(100));
             MoeCommException e = assertThrows(MoeCommException.class, t0::barrier);
             assertTrue(e.getMessage().contains("barrier"), e.getMessage());
             // the barrier is usable again afterwards
             cluster.runOnAllRanks(rank -> {
-                new CpuTransport(cluster, rank, TIMEOUT).barrier();
+                transport(cluster, rank, TIMEOUT).barrier();
                 return null;
             });
         }

@@ -54,4 +54,51 @@ public final class CommKernels {
             arrived.setInt(0, ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, tag) ? 1 : 0);
         }
     }
+
+    /**
+     * Grid {@code world x chunks}: block {@code (d, c)} puts part {@code c} ({@code chunkBytes}
+     * bytes at offset {@code c * chunkBytes}) of region {@code d} of {@code send} to the same part
+     * of region {@code rank} of {@code d}'s symmetric {@code recv}, and adds {@code delta} to
+     * {@code d}'s signal word {@code rank} with it ({@code putSignalAddBlock}): once every part
+     * has arrived the word has grown by {@code chunks * delta}.
+     */
+    public static void putShares(KernelContext ctx, Buf recv, Buf send, Buf signals, long chunkBytes,
+                                 long regionBytes, long delta, int rank) {
+        int d = ctx.groupIdx();
+        long at = ctx.groupIdy() * chunkBytes;
+        ctx.putSignalAddBlock(recv.slice(rank * regionBytes + at, chunkBytes), send.slice(d * regionBytes + at,
+                chunkBytes), chunkBytes, signals.slice(8L * rank, 8), delta, d);
+    }
+
+    /**
+     * One block on ranks 0 and 1 (other ranks return): {@code rounds} round trips. Round
+     * {@code n}: rank 0 puts {@code bytes} of {@code src} to region 0 of rank 1's {@code data} with
+     * rank 1's signal word 0 set to {@code base + n}; rank 1 waits for it, then puts its
+     * {@code src} to region 1 of rank 0's {@code data} with rank 0's word 1 set to
+     * {@code base + n}, which rank 0 waits for before the next round. A wait that runs out
+     * reports {@code tag} (on the GPU the later waits then return at once).
+     */
+    public static void pingPong(KernelContext ctx, Buf data, Buf src, Buf signals, Buf errors, long bytes,
+                                long base, int rounds, long timeoutNanos, int rank, int tag) {
+        if (rank > 1) {
+            return;
+        }
+        int peer = 1 - rank;
+        for (int n = 1; n <= rounds; n++) {
+            if (rank == 1) {
+                if (ctx.localIdx() == 0) {
+                    ctx.waitAtLeast(signals.slice(0, 8), base + n, timeoutNanos, errors, rank, peer, tag);
+                }
+                ctx.localBarrier();
+            }
+            ctx.putSignalBlock(data.slice(rank * bytes, bytes), src, bytes, signals.slice(8L * rank, 8), base + n,
+                    peer);
+            if (rank == 0) {
+                if (ctx.localIdx() == 0) {
+                    ctx.waitAtLeast(signals.slice(8, 8), base + n, timeoutNanos, errors, rank, peer, tag);
+                }
+                ctx.localBarrier();
+            }
+        }
+    }
 }

@@ -8,13 +8,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.moe.AllToAllKernels;
 import org.moecomm.kernels.moe.MoeKernels;
-import org.moecomm.kernels.moe.TransportKernels;
 import org.moecomm.kernels.comm.CommKernels;
 
 /** Kernels calling the one-sided communication methods compile to calls of the bridge's device functions. */
@@ -34,16 +35,21 @@ class DeviceFunctionCallsTest {
         assertTrue(exchange.ptx().contains("call (callr), mnvd_wait_ge, ("), exchange.ptx());
         PtxKernel count = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(CommKernels.class, "count"));
         assertEquals(List.of("mnvd_signal_op", "mnvd_wait_ge"), count.deviceFunctions());
-        for (PtxKernel k : List.of(exchange, count)) {
+        PtxKernel shares = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(CommKernels.class, "putShares"));
+        assertEquals(List.of("mnvd_put_signal_add_block"), shares.deviceFunctions());
+        assertTrue(shares.ptx().contains(DeviceFunctions.PUT_SIGNAL_ADD_BLOCK.declaration()), shares.ptx());
+        PtxKernel pingPong = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(CommKernels.class, "pingPong"));
+        assertEquals(Set.of("mnvd_put_signal_block", "mnvd_wait_ge"), Set.copyOf(pingPong.deviceFunctions()));
+        for (PtxKernel k : List.of(exchange, count, shares, pingPong)) {
             Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
             assertTrue(r.ok(), k.entryName() + ": " + r.output());
         }
     }
 
     @Test
-    void theTransportKernelsCompileAndPtxasAcceptsThem() throws Exception {
-        for (String name : List.of("putEach", "waitEach", "signalEach")) {
-            PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(TransportKernels.class, name));
+    void theAllToAllKernelsCompileAndPtxasAcceptsThem() throws Exception {
+        for (String name : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv")) {
+            PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
             assertTrue(!k.deviceFunctions().isEmpty(), name);
             Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
             assertTrue(r.ok(), name + ": " + r.output());

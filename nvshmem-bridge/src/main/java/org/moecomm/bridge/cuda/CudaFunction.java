@@ -1,5 +1,7 @@
 package org.moecomm.bridge.cuda;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import org.moecomm.kernels.api.Buf;
 
 /**
@@ -72,9 +74,33 @@ public final class CudaFunction {
         int rc = CudaNative.mcLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                 stream.handle(), params, params.length);
         if (rc != Cuda.CUDA_SUCCESS) {
-            Cuda.check(rc, "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
-                    + blockX + "x" + blockY + "x" + blockZ + ", shared " + sharedBytes + ")");
+            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes);
         }
+    }
+
+    /**
+     * {@link #launch(CudaStream, int, int, int, int, int, int, int, long...)} with the first
+     * {@code count} 8-byte slots of the native segment {@code params} as the parameters: JNI then
+     * passes an address instead of copying a {@code long[]} in and out (the runner's per-launch path).
+     */
+    void launch(CudaStream stream, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
+            int sharedBytes, MemorySegment params, int count) {
+        if ((long) count * Long.BYTES > params.byteSize()) {
+            throw new IllegalArgumentException(count + " parameter slots do not fit in " + params);
+        }
+        module.ensureOpen();
+        module.context().bind();
+        int rc = CudaNative.mcLaunchKernelAt(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                stream.handle(), params.address(), count);
+        Reference.reachabilityFence(params); // the driver read the slots during the call: keep them alive until here
+        if (rc != Cuda.CUDA_SUCCESS) {
+            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes);
+        }
+    }
+
+    private void failed(int rc, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedBytes) {
+        Cuda.check(rc, "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
+                + blockX + "x" + blockY + "x" + blockZ + ", shared " + sharedBytes + ")");
     }
 
     /** Enqueues a one-dimensional-block launch: {@code gridX x gridY} blocks of {@code threads}. */

@@ -1,6 +1,7 @@
 package org.moecomm.bridge.cuda;
 
 import org.bytedeco.javacpp.annotation.Cast;
+import org.bytedeco.javacpp.annotation.Name;
 import org.bytedeco.javacpp.annotation.Platform;
 
 /**
@@ -14,6 +15,10 @@ import org.bytedeco.javacpp.annotation.Platform;
  * {@link CudaException}s. The library itself is loaded by {@link Cuda#load()}, never by this
  * class's initialiser, so a missing library is reported rather than thrown from a static
  * initialiser.
+ *
+ * <p>A {@code long[]} argument costs JNI a copy in and a copy back out on every call
+ * ({@code Get/ReleaseLongArrayElements}); the {@code ...At} variants of calls made on every
+ * launch take the native address of off-heap memory instead (same C function, {@code @Name}).
  */
 @Platform(value = "linux-x86_64", include = "cuda_shim.h", compiler = "cpp11")
 final class CudaNative {
@@ -81,6 +86,10 @@ final class CudaNative {
 
     static native int mcPointerGetRange(@Cast("long long*") long[] start, @Cast("long long*") long[] size, long ptr);
 
+    /** {@link #mcPointerGetRange} writing into native memory at addresses {@code start} and {@code size}. */
+    @Name("mcPointerGetRange")
+    static native int mcPointerGetRangeAt(@Cast("long long*") long start, @Cast("long long*") long size, long ptr);
+
     // ---- JIT linking and modules ----
     static native int mcLinkCreate(@Cast("long long*") long[] handle, int verbose, int optLevel);
 
@@ -109,6 +118,11 @@ final class CudaNative {
 
     static native int mcLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedBytes, long stream, @Cast("long long*") long[] params, int paramCount);
+
+    /** {@link #mcLaunchKernel} reading the {@code paramCount} 8-byte slots from native memory at address {@code params}. */
+    @Name("mcLaunchKernel")
+    static native int mcLaunchKernelAt(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedBytes, long stream, @Cast("long long*") long params, int paramCount);
 
     // ---- streams and events ----
     static native int mcStreamCreate(@Cast("long long*") long[] stream, int flags);

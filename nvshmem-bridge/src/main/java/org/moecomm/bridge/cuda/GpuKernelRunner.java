@@ -1,6 +1,8 @@
 package org.moecomm.bridge.cuda;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -36,8 +38,23 @@ public final class GpuKernelRunner implements KernelRunner {
                           List<DeviceLibrary> libraries) {
     }
 
-    /** A kernel's {@code @Specialize} positions and its latest specialisation (launches mostly repeat it). */
-    private record Specialized(int[] positions, Object[] values, Kernel kernel) {
+    /**
+     * What launches of one kernel resolve to: its {@code @Specialize} positions, its latest
+     * specialisation (launches mostly repeat it) and, once loaded, that kernel's module, so a
+     * repeated launch costs one lookup.
+     */
+    private static final class Target {
+        final int[] positions;
+        final Object[] values;
+        final Kernel kernel;
+        Loaded loaded;
+
+        Target(int[] positions, Object[] values, Kernel kernel) {
+            this.positions = positions;
+            this.values = values;
+            this.kernel = kernel;
+        }
+
         boolean matches(Object[] args) {
             for (int i = 0; i < positions.length; i++) {
                 int p = positions[i];
@@ -49,7 +66,28 @@ public final class GpuKernelRunner implements KernelRunner {
         }
     }
 
-    private final Map<Kernel, Specialized> specialized = new HashMap<>();
+    /** Checks a {@code Buf} argument (index from 0) before a launch. */
+    @FunctionalInterface
+    interface BufCheck {
+        void check(Kernel kernel, int index, Buf buf);
+    }
+
+    private static final Object[] NO_ARGS = {};
+    private static final int[] NO_POSITIONS = {};
+    private static final int INITIAL_SLOTS = 32;
+
+    private final Map<Kernel, Target> specialized = new HashMap<>();
+    /** The kernel launched last and its target: launching it again skips even the map's hashing. */
+    private Kernel lastKernel;
+    private Target lastTarget;
+    /**
+     * Every launch's 8-byte parameter slots, off-heap and reused (grown for a kernel with more
+     * parameters): JNI would copy a {@code long[]} in and back out on every launch.
+     */
+    private MemorySegment slots = Arena.ofAuto().allocate(INITIAL_SLOTS * (long) Long.BYTES, Long.BYTES);
+    /** Where {@link #checkDevice} has the driver write an allocation's start and size. */
+    private final MemorySegment range = Arena.ofAuto().allocate(2L * Long.BYTES, Long.BYTES);
+    private final BufCheck deviceCheck = this::checkDevice;
     private final CudaContext context;
     private final boolean ownsContext;
     private final CudaStream stream;
@@ -132,15 +170,29 @@ public final class GpuKernelRunner implements KernelRunner {
         return context.multiprocessorCount();
     }
 
+    /**
+     * Enqueues {@code kernel} on {@link #stream()}. Once loaded, a launch is one lookup (none for
+     * the kernel launched last), the arguments packed into reused off-heap slots and one JNI call
+     * with scalar arguments: no arrays or strings made (measured by {@code LaunchCostBenchmark}).
+     */
     @Override
     public void launch(Kernel kernel, Grid grid, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(grid, "grid");
         ensureOpen();
-        Object[] arguments = args == null ? new Object[0] : args;
-        Loaded l = load(specialize(kernel, arguments));
-        long[] params = parameters(kernel, l.parameters(), arguments);
-        l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, params);
+        Object[] arguments = args == null ? NO_ARGS : args;
+        Target t = target(kernel, arguments);
+        Loaded l = t.loaded;
+        if (l == null) {
+            l = load(t.kernel);
+            t.loaded = l; // modules stay loaded until close()
+        }
+        int n = arguments.length;
+        if ((long) n * Long.BYTES > slots.byteSize()) {
+            slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
+        }
+        pack(kernel, l.parameters(), arguments, slots, checkPointers ? deviceCheck : null);
+        l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, slots, n);
     }
 
     /**
@@ -148,24 +200,33 @@ public final class GpuKernelRunner implements KernelRunner {
      * parameters: the kernel this runner compiles and launches for those arguments.
      */
     public Kernel specialize(Kernel kernel, Object... args) {
-        if (!kernel.constants().isEmpty()) {
-            return kernel;
-        }
-        Specialized last = specialized.get(kernel);
-        int[] positions = last != null ? last.positions() : kernel.specializedPositions();
-        if (positions.length == 0 || (last != null && last.matches(args))) {
-            if (last == null) {
-                specialized.put(kernel, new Specialized(positions, new Object[0], kernel));
+        return target(kernel, args).kernel;
+    }
+
+    private Target target(Kernel kernel, Object[] args) {
+        Target t = kernel == lastKernel ? lastTarget : specialized.get(kernel);
+        if (t == null || !t.matches(args)) {
+            // a kernel with constants is specialised already
+            int[] positions = t != null ? t.positions
+                    : kernel.constants().isEmpty() ? kernel.specializedPositions() : NO_POSITIONS;
+            Kernel k = kernel.specializedFor(positions, args);
+            Object[] values = new Object[positions.length];
+            for (int i = 0; i < positions.length; i++) {
+                values[i] = args[positions[i]];
             }
-            return last != null ? last.kernel() : kernel;
+            t = new Target(positions, values, k);
+            specialized.put(kernel, t);
         }
-        Kernel k = kernel.specializedFor(positions, args);
-        Object[] values = new Object[positions.length];
-        for (int i = 0; i < positions.length; i++) {
-            values[i] = args[positions[i]];
-        }
-        specialized.put(kernel, new Specialized(positions, values, k));
-        return k;
+        lastKernel = kernel;
+        lastTarget = t;
+        return t;
+    }
+
+    @Override
+    public void prepare(Kernel kernel, Object... args) {
+        Objects.requireNonNull(kernel, "kernel");
+        ensureOpen();
+        load(specialize(kernel, args == null ? new Object[0] : args));
     }
 
     /** Compiles (once) and loads (once) {@code kernel}; returns its loaded entry. */
@@ -238,52 +299,63 @@ public final class GpuKernelRunner implements KernelRunner {
         return needed;
     }
 
-    private long[] parameters(Kernel kernel, Class<?>[] types, Object[] args) {
+    /**
+     * Writes {@code args} into the first 8-byte slots of {@code slots} by the {@link PtxKernel}
+     * ABI ({@code types}: the kernel's parameter types after the context), checking each
+     * {@code Buf} with {@code bufCheck} first (none when null). Runs on every launch: messages are
+     * built only on failure.
+     */
+    static void pack(Kernel kernel, Class<?>[] types, Object[] args, MemorySegment slots, BufCheck bufCheck) {
         if (args.length != types.length) {
             throw new IllegalArgumentException("kernel " + kernel + " takes " + types.length
                     + " arguments after the KernelContext, got " + args.length);
         }
-        long[] params = new long[args.length];
         for (int i = 0; i < args.length; i++) {
             Object a = args[i];
             Class<?> t = types[i];
-            String where = "kernel " + kernel + ": argument " + (i + 1);
+            long slot;
             if (t == Buf.class && a instanceof Buf b) {
-                if (checkPointers) {
-                    checkDevice(where, b);
+                if (bufCheck != null) {
+                    bufCheck.check(kernel, i, b);
                 }
-                params[i] = b.address();
+                slot = b.address();
             } else if (t == int.class && a instanceof Integer v) {
-                params[i] = CudaFunction.param(v.intValue());
+                slot = CudaFunction.param(v.intValue());
             } else if (t == long.class && a instanceof Long v) {
-                params[i] = CudaFunction.param(v.longValue());
+                slot = CudaFunction.param(v.longValue());
             } else if (t == float.class && a instanceof Float v) {
-                params[i] = CudaFunction.param(v.floatValue());
+                slot = CudaFunction.param(v.floatValue());
             } else {
-                throw new IllegalArgumentException(where + " must be " + (t == Buf.class ? "a Buf" : "a " + t.getName())
+                throw new IllegalArgumentException(where(kernel, i) + " must be "
+                        + (t == Buf.class ? "a Buf" : "a " + t.getName())
                         + ", got " + (a == null ? "null" : a.getClass().getName()));
             }
+            slots.setAtIndex(ValueLayout.JAVA_LONG, i, slot);
         }
-        return params;
     }
 
-    private void checkDevice(String where, Buf b) {
+    private static String where(Kernel kernel, int index) {
+        return "kernel " + kernel + ": argument " + (index + 1);
+    }
+
+    private void checkDevice(Kernel kernel, int index, Buf b) {
         long address = b.address();
         long size = b.byteSize();
         if (address == 0 && size == 0) {
             return;
         }
-        long[] start = new long[1];
-        long[] range = new long[1];
         context.bind();
-        int rc = CudaNative.mcPointerGetRange(start, range, address);
+        int rc = CudaNative.mcPointerGetRangeAt(range.address(), range.address() + Long.BYTES, address);
+        long start = range.getAtIndex(ValueLayout.JAVA_LONG, 0);
+        long bytes = range.getAtIndex(ValueLayout.JAVA_LONG, 1);
         if (rc != Cuda.CUDA_SUCCESS) {
-            throw new IllegalArgumentException(where + " (" + b + ") is not CUDA memory (" + Cuda.errorName(rc)
+            throw new IllegalArgumentException(where(kernel, index) + " (" + b + ") is not CUDA memory ("
+                    + Cuda.errorName(rc)
                     + "): a GPU kernel needs device memory, e.g. from GpuKernelRunner.allocate or DeviceBuffer.asBuf()");
         }
-        if (address + size > start[0] + range[0]) {
-            throw new IllegalArgumentException(where + " (" + b + ") runs past the end of its CUDA allocation ("
-                    + range[0] + " bytes at 0x" + Long.toHexString(start[0]) + ")");
+        if (address + size > start + bytes) {
+            throw new IllegalArgumentException(where(kernel, index) + " (" + b + ") runs past the end of its CUDA allocation ("
+                    + bytes + " bytes at 0x" + Long.toHexString(start) + ")");
         }
     }
 
@@ -366,6 +438,9 @@ public final class GpuKernelRunner implements KernelRunner {
             run(errors, l.module()::close);
         }
         loaded.clear();
+        specialized.clear();
+        lastKernel = null;
+        lastTarget = null;
         if (ownsStream) {
             run(errors, stream::close);
         }

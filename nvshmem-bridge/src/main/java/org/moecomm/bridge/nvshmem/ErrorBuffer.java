@@ -1,21 +1,30 @@
 package org.moecomm.bridge.nvshmem;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.util.Optional;
 
 /**
- * Where the bridge's kernels record a failure (a wait that ran out, a put with a bad count):
+ * Where kernels record a failure (a kernel's bounded wait or the bridge's barrier that ran out):
  * a claim word in device memory and a record in page-locked host memory mapped into the GPU,
  * so {@link #poll()} reads it without synchronising with the GPU. The first failure wins.
- * Pass {@link #context()} to the launches of {@link Nvshmem}.
+ * Pass {@link #context()} to {@link Nvshmem#barrier} and, as the {@code errors} argument, to
+ * kernels' {@code KernelContext.waitAtLeast}.
  */
 public final class ErrorBuffer implements AutoCloseable {
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
     private final long context;
     private final long host;
+    /** The record's first word, its kind (mnv_error_record.kind, written last by the device). */
+    private final MemorySegment kind;
     private boolean closed;
 
     private ErrorBuffer(long context, long host) {
         this.context = context;
         this.host = host;
+        this.kind = MemorySegment.ofAddress(host).reinterpret(Integer.BYTES);
     }
 
     /** Allocates an error buffer on the current CUDA device. */
@@ -33,9 +42,15 @@ public final class ErrorBuffer implements AutoCloseable {
         return context;
     }
 
-    /** The recorded failure, if any (cheap: one read of host memory). */
+    /**
+     * The recorded failure, if any. Cheap: every launch polls, so the usual answer (none) is one
+     * acquire load of the mapped host word from Java, no JNI call and no allocation.
+     */
     public Optional<DeviceError> poll() {
         ensureOpen();
+        if ((int) INT.getAcquire(kind, 0L) == NvshmemNative.ERROR_NONE) {
+            return Optional.empty();
+        }
         long[] slots = new long[NvshmemNative.ERROR_SLOTS];
         int kind = NvshmemNative.errorRead(host, slots);
         return kind == NvshmemNative.ERROR_NONE ? Optional.empty() : Optional.of(DeviceError.fromSlots(slots));

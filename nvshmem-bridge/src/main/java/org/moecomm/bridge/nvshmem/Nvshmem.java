@@ -8,8 +8,10 @@ import org.moecomm.bridge.Lazy;
 
 /**
  * The NVSHMEM bridge of this process: loading the native library, initialisation (unique id or
- * NVSHMEM's own PMI/MPI bootstrap), symmetric memory, and the launches of the bridge's kernels
- * (put-with-signal, signal, bounded wait, bounded barrier) on a CUDA stream.
+ * NVSHMEM's own PMI/MPI bootstrap), symmetric memory, the bridge's bounded barrier kernel on a
+ * CUDA stream, and the registration of modules whose kernels call NVSHMEM: puts, signals and
+ * waits are made by kernels themselves, through the device functions of
+ * {@code moe_nvshmem_devfns.cu} ({@link NvshmemDeviceLibrary}).
  *
  * <p>NVSHMEM is initialised at most once per process, so this class is static. Loading never
  * throws from a class initialiser: {@link #availability()} says whether the bridge can be used and
@@ -32,10 +34,6 @@ public final class Nvshmem {
     public static final String LIBRARY_PROPERTY = "moecomm.nvshmem.library";
     /** Environment variable naming the library file. */
     public static final String LIBRARY_ENV = "MOECOMM_NVSHMEM_LIB";
-
-    /** Signal operations of {@link #signal}. */
-    public static final int SIGNAL_SET = 0;
-    public static final int SIGNAL_ADD = 1;
 
     /**
      * Whether the bridge can be used in this process.
@@ -285,39 +283,6 @@ public final class Nvshmem {
     }
 
     // ---- launches (asynchronous on stream) ----
-
-    /**
-     * Enqueues a put of {@code count * bytesPerCount} bytes from {@code src} to {@code dst} on
-     * {@code pe} ({@code count} = the int32 at {@code countAddress}, read on the device), then sets
-     * the signal word {@code signalAddress} on {@code pe} to {@code signalBase + count}. A negative
-     * count or more than {@code maxBytes} bytes sends nothing and records
-     * {@link DeviceError.Kind#PUT_COUNT} in {@code errors}. One block of {@code threads} threads.
-     */
-    public static void putWithSignal(long stream, long dst, long src, long countAddress, long bytesPerCount,
-                                     long maxBytes, long signalAddress, long signalBase, int pe, int threads,
-                                     ErrorBuffer errors, int rank, int tag) {
-        requireLoaded();
-        check(NvshmemNative.putSignalLaunch(stream, dst, src, countAddress, bytesPerCount, maxBytes, signalAddress,
-                signalBase, pe, threads, errors.context(), rank, tag), "put_signal launch");
-    }
-
-    /** Enqueues a signal operation ({@link #SIGNAL_SET} or {@link #SIGNAL_ADD}) on {@code pe}'s word {@code signalAddress}. */
-    public static void signal(long stream, long signalAddress, long value, int op, int pe) {
-        requireLoaded();
-        check(NvshmemNative.signalLaunch(stream, signalAddress, value, op, pe), "signal launch");
-    }
-
-    /**
-     * Enqueues a bounded wait until the local word at {@code signalAddress} is {@code >= value}
-     * (unsigned). On timeout the kernel records {@link DeviceError.Kind#WAIT_TIMEOUT} with
-     * {@code rank, peer, tag} and returns; when {@code errors} already holds a failure it returns at once.
-     */
-    public static void waitAtLeast(long stream, long signalAddress, long value, long timeoutNanos, ErrorBuffer errors,
-                                   int rank, int peer, int tag) {
-        requireLoaded();
-        check(NvshmemNative.waitLaunch(stream, signalAddress, value, timeoutNanos, errors.context(), rank, peer, tag),
-                "wait launch");
-    }
 
     /**
      * Enqueues a bounded barrier of all PEs over the symmetric array {@code words [nPes]} of uint64:

@@ -28,7 +28,7 @@ final class NvshmemNative {
 
     static final int ERROR_NONE = 0;
     static final int ERROR_WAIT_TIMEOUT = 1;
-    static final int ERROR_PUT_COUNT = 2;
+    // 2 was ERROR_PUT_COUNT (the bridge's put kernel, removed); the numbers of the others are kept
     static final int ERROR_BARRIER_TIMEOUT = 3;
     static final int ERROR_SLOTS = 8;
 
@@ -90,15 +90,6 @@ final class NvshmemNative {
     @Name("mnv_error_clear") static native int errorClear(long ctx, long host);
 
     // ---- launches ----
-    @Name("mnv_put_signal_launch") static native int putSignalLaunch(long stream, long dst, long src, long countPtr,
-            long bytesPerCount, long maxBytes, long sig, long base, int pe, int threads, long errCtx, int rank,
-            int tag);
-
-    @Name("mnv_signal_launch") static native int signalLaunch(long stream, long sig, long value, int op, int pe);
-
-    @Name("mnv_wait_launch") static native int waitLaunch(long stream, long sig, long value, long timeoutNs,
-            long errCtx, int rank, int peer, int tag);
-
     @Name("mnv_barrier_launch") static native int barrierLaunch(long stream, long bar, long epoch, int nPes, int me,
             long timeoutNs, long errCtx, int tag);
 

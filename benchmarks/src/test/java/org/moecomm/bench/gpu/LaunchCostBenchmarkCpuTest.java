@@ -1,0 +1,99 @@
+package org.moecomm.bench.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.bridge.cuda.Cuda;
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
+import org.moecomm.kernels.ptx.PtxCompiler;
+import org.moecomm.kernels.ptx.PtxKernel;
+import picocli.CommandLine;
+
+/** The launch-cost benchmark's parts that need no GPU: its kernel, the skip, the results file. */
+class LaunchCostBenchmarkCpuTest {
+
+    @Test
+    void theKernelCompilesToPtxWithTwelveParameters() {
+        PtxKernel ptx = PtxCompiler.compileCached(LaunchCostBenchmark.TOUCH);
+        Matcher entry = Pattern.compile("\\.entry\\s+" + Pattern.quote(ptx.entryName()) + "\\s*\\(([^)]*)\\)")
+                .matcher(ptx.ptx());
+        assertTrue(entry.find(), ptx.ptx());
+        assertEquals(12, entry.group(1).split(",").length, entry.group(1));
+        assertTrue(ptx.deviceFunctions().isEmpty(), "needs no device library");
+    }
+
+    @Test
+    void theKernelWritesItsTwoValues() {
+        try (Arena arena = Arena.ofShared(); CpuKernelRunner runner = new CpuKernelRunner()) {
+            Buf out = Buf.allocate(arena, 64);
+            Buf other = Buf.allocate(arena, 64);
+            runner.launch(LaunchCostBenchmark.TOUCH, LaunchCostBenchmark.GRID,
+                    LaunchCostBenchmark.touchArgs(out, other, other, other));
+            assertEquals(1 + 7, out.getInt(0));
+            assertEquals(0x1234_5678_9abcL, out.getLong(1));
+            assertEquals(0, other.getLong(0), "the other buffers are only passed");
+        }
+    }
+
+    @Test
+    void withoutAGpuItSkipsWithTheReason(@TempDir Path dir) {
+        if (Cuda.isAvailable()) {
+            return; // on a GPU machine it runs (scripts/gpu-bench.sh)
+        }
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream saved = System.out;
+        int rc;
+        try (PrintStream capture = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            System.setOut(capture);
+            rc = new CommandLine(new LaunchCostBenchmark.Cli()).execute("--out-dir", dir.toString(), "-f", "0");
+        } finally {
+            System.setOut(saved);
+        }
+        String printed = bytes.toString(StandardCharsets.UTF_8);
+        assertEquals(3, rc, printed);
+        assertTrue(printed.contains("launch-cost benchmark skipped: no CUDA GPU can be used: "
+                + Cuda.availability().reason()), printed);
+        assertTrue(dir.toFile().list().length == 0, "nothing written");
+    }
+
+    @Test
+    void resultsNeverGoOverAnExistingFile(@TempDir Path dir) throws Exception {
+        LocalDate day = LocalDate.of(2026, 12, 3);
+        Path first = LaunchCostBenchmark.freshFile(dir, day, "NVIDIA H200");
+        assertEquals(dir.resolve("2026-12-03-h200-gpu-launch-cost.json"), first);
+        Files.writeString(first, "[]");
+        Path second = LaunchCostBenchmark.freshFile(dir, day, "NVIDIA H200");
+        assertEquals(dir.resolve("2026-12-03-h200-gpu-launch-cost-2.json"), second);
+        Files.writeString(second, "[]");
+        assertEquals(dir.resolve("2026-12-03-h200-gpu-launch-cost-3.json"),
+                LaunchCostBenchmark.freshFile(dir, day, "NVIDIA H200"));
+    }
+
+    @Test
+    void theJsonGetsDeviceCommitAndCommand(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("r.json");
+        Files.writeString(file, "[{\"benchmark\":\"x.launch\",\"jvm\":\"/tmp/work/jre/bin/java\",\"vmVersion\":\"25.0.1\","
+                + "\"primaryMetric\":{\"score\":1500.5}}]");
+        LaunchCostBenchmark.annotate(file, "NVIDIA H200", "abc123", "bash scripts/gpu-bench.sh");
+        JsonNode e = new ObjectMapper().readTree(file.toFile()).get(0);
+        assertEquals("NVIDIA H200", e.get("device").asText());
+        assertEquals("abc123", e.get("commit").asText());
+        assertEquals("bash scripts/gpu-bench.sh", e.get("command").asText());
+        assertEquals("java 25.0.1", e.get("jvm").asText());
+        assertEquals(1500.5, e.get("primaryMetric").get("score").asDouble());
+    }
+}

@@ -15,7 +15,7 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
-import org.moecomm.core.gpu.RoundGraph;
+import org.moecomm.core.gpu.HalfGraphs;
 
 /**
  * One rank process of a GPU demo or benchmark run, started by {@link GpuRunner} through
@@ -30,7 +30,7 @@ import org.moecomm.core.gpu.RoundGraph;
  * recv; the checked rounds poison the outputs first and compare with the reference after.
  *
  * <p>With {@link LaunchMode#GRAPH} the inputs are uploaded with the count in a device buffer,
- * the dispatch calls are captured once into one {@link RoundGraph} and the combine calls into
+ * the dispatch calls are captured once into one {@link org.moecomm.core.gpu.RoundGraph} and the combine calls into
  * another ({@link GpuBackend#capture}), and each round replays them in place of the calls: the
  * same barriers, experts, poisoning and checks, events around each replay only (the whole
  * dispatch and the whole combine; the send/recv phases have no samples).
@@ -93,16 +93,9 @@ public final class GpuRankMain {
             DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
             long[][] samples;
             if (graph) {
-                try (RoundGraph dispatch = gpu.capture(h, () -> {
-                        h.dispatchSend(in);
-                        h.dispatchRecv(buffers.dispatchOutput());
-                    });
-                     RoundGraph combine = gpu.capture(h, () -> {
-                        h.combineSend(buffers.expertY());
-                        h.combineRecv(buffers.weights(), buffers.out());
-                    })) {
-                    samples = rounds(spec, plan, workload, buffers, timing, ev, dispatch::replay, combine::replay,
-                            problems);
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
+                    samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
+                            graphs.combine()::replay, problems);
                 }
             } else {
                 samples = rounds(spec, plan, workload, buffers, timing, ev, () -> {

@@ -49,14 +49,9 @@ public final class GraphReplayMain {
                 // the graphs keep the buffers of the first upload; later uploads rewrite those buffers
                 DispatchInput in = buffers.upload(Workload.generate(config, seed).rank(rank), true);
                 Runnable sync = gpu.deviceTiming(h).barrier();
-                try (RoundGraph dispatch = gpu.capture(h, () -> {
-                        h.dispatchSend(in);
-                        h.dispatchRecv(buffers.dispatchOutput());
-                    });
-                     RoundGraph combine = gpu.capture(h, () -> {
-                        h.combineSend(buffers.expertY());
-                        h.combineRecv(buffers.weights(), buffers.out());
-                    })) {
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
+                    RoundGraph dispatch = graphs.dispatch();
+                    RoundGraph combine = graphs.combine();
                     for (int i = 0; i < rounds; i++) {
                         Workload w = Workload.generate(config, seed + 1 + i,
                                 DispatchCombineMain.variant(i, maxTokens, world));

@@ -8,12 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.function.IntConsumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -46,25 +41,6 @@ class OneSidedCommunicationTest {
         arena.close();
     }
 
-    /** Runs {@code rank} for every rank at once, each on its own thread; rethrows the first failure. */
-    private static void allRanks(int world, IntConsumer rank) {
-        List<CompletableFuture<Void>> ranks = new ArrayList<>();
-        for (int r = 0; r < world; r++) {
-            int me = r;
-            ranks.add(CompletableFuture.runAsync(() -> rank.accept(me), command -> Thread.ofPlatform().start(command)));
-        }
-        for (CompletableFuture<Void> f : ranks) {
-            try {
-                f.get();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
-            }
-        }
-    }
-
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 4})
     void exchangeMovesCountsReadOnTheDeviceAndSignalsAfterTheData(int world) {
@@ -95,7 +71,7 @@ class OneSidedCommunicationTest {
                     // poison: bytes a put did not write stay 0x5A
                     recv[r].segment().fill((byte) 0x5A);
                 }
-                allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(EXCHANGE, Grid.of(world, 32),
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(EXCHANGE, Grid.of(world, 32),
                         recv[r], send[r], rowsBuf[r], signals[r], arrived[r], arrived[r], ROW, REGION, base, 10 * SECOND, r,
                         TAG));
                 for (int r = 0; r < world; r++) {
@@ -125,14 +101,14 @@ class OneSidedCommunicationTest {
                 arrived[r] = Buf.allocate(arena, 4);
             }
             // every rank adds 3 to every counter: each ends at 3 * world
-            allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
+            TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
                     arrived[r], arrived[r], 3L, 3L * world, 0, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(3L * world, counter[r].getLong(0), "counter of rank " + r);
                 assertEquals(1, arrived[r].getInt(0));
             }
             // every rank sets every counter to 1000: the value, not a sum
-            allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
+            TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
                     arrived[r], arrived[r], 0L, 1000L, 1, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(1000L, counter[r].getLong(0), "counter of rank " + r);
@@ -166,7 +142,7 @@ class OneSidedCommunicationTest {
                     }
                     recv[r].segment().fill((byte) 0x5A);
                 }
-                allRanks(world, r -> new CpuKernelRunner(4, heap.rank(r)).launch(PUT_SHARES,
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(4, heap.rank(r)).launch(PUT_SHARES,
                         Grid.of(world, chunks, 32), recv[r], send[r], signals[r], chunkBytes, region, delta, r));
                 for (int r = 0; r < world; r++) {
                     for (int s = 0; s < world; s++) {
@@ -199,7 +175,7 @@ class OneSidedCommunicationTest {
             }
             for (int launch = 0; launch < 2; launch++) {
                 long base = (long) launch * rounds;
-                allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(PING_PONG, Grid.of(1, 32), data[r],
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(PING_PONG, Grid.of(1, 32), data[r],
                         src[r], signals[r], signals[r], bytes, base, rounds, 10 * SECOND, r, TAG));
                 assertEquals(base + rounds, signals[1].getLong(0), "ping word at rank 1");
                 assertEquals(base + rounds, signals[0].getLong(1), "pong word at rank 0");

@@ -8,12 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.function.IntConsumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -47,25 +42,6 @@ class PeerAccessTest {
     @AfterEach
     void close() {
         arena.close();
-    }
-
-    /** Runs {@code rank} for every rank at once, each on its own thread; rethrows the first failure. */
-    private static void allRanks(int world, IntConsumer rank) {
-        List<CompletableFuture<Void>> ranks = new ArrayList<>();
-        for (int r = 0; r < world; r++) {
-            int me = r;
-            ranks.add(CompletableFuture.runAsync(() -> rank.accept(me), command -> Thread.ofPlatform().start(command)));
-        }
-        for (CompletableFuture<Void> f : ranks) {
-            try {
-                f.get();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
-            }
-        }
     }
 
     /** One round's per-rank inputs and outputs. */
@@ -133,7 +109,7 @@ class PeerAccessTest {
                 long base = round;
                 // counts are words of 8 bytes: up to the whole region
                 Round io = new Round(world, recv, random, (int) (REGION / 8));
-                allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(STORE, Grid.of(world, 64), recv[r],
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(STORE, Grid.of(world, 64), recv[r],
                         io.send[r], scaled(io.counts[r], world, 8), signals[r], io.arrived[r], io.arrived[r], REGION,
                         base, 10 * SECOND, r, TAG));
                 io.check(world, recv, signals, base, 8, (i, b) -> b, round);
@@ -153,7 +129,7 @@ class PeerAccessTest {
                 long base = round;
                 // counts are bytes: any length up to the region, odd ones included
                 Round io = new Round(world, recv, random, (int) REGION);
-                allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_BLOCK, Grid.of(world, 96),
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_BLOCK, Grid.of(world, 96),
                         recv[r], io.send[r], io.counts[r], signals[r], io.arrived[r], io.arrived[r], REGION, base,
                         10 * SECOND, r, TAG));
                 io.check(world, recv, signals, base, 1, (i, b) -> b, round);
@@ -179,7 +155,7 @@ class PeerAccessTest {
                     stage[r] = Buf.allocate(arena, world * REGION);
                     stage[r].segment().fill((byte) 0xC3);
                 }
-                allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_WARPS, Grid.of(world, 96),
+                TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_WARPS, Grid.of(world, 96),
                         recv[r], io.send[r], stage[r], io.counts[r], signals[r], io.arrived[r], io.arrived[r], ROW,
                         REGION, key, base, 10 * SECOND, r, TAG));
                 // little-endian longs: byte i of a long is xor the key's byte i % 8

@@ -3,6 +3,9 @@ package org.moecomm.kernels.cpu;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.IntConsumer;
 import org.moecomm.kernels.api.Buf;
 
 /**
@@ -57,5 +60,24 @@ final class TestPeerMemory {
                 throw new IllegalArgumentException(local + " is not symmetric memory of rank " + rank);
             }
         };
+    }
+
+    /** Runs {@code rank} for every rank at once, each on its own thread; rethrows the first failure. */
+    static void allRanks(int world, IntConsumer rank) {
+        List<CompletableFuture<Void>> ranks = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            int me = r;
+            ranks.add(CompletableFuture.runAsync(() -> rank.accept(me), command -> Thread.ofPlatform().start(command)));
+        }
+        for (CompletableFuture<Void> f : ranks) {
+            try {
+                f.get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+            }
+        }
     }
 }

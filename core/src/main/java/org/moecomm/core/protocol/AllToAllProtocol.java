@@ -409,10 +409,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
         runner.synchronize(); // the report's other slots are current after this
         String when = " (found on the device, in the dispatch of round " + round + " or before; the handle has failed)";
         int value = inputReport.getInt(MoeKernels.REPORT_VALUE);
-        throw inputReport.getInt(MoeKernels.REPORT_KIND) == MoeKernels.REPORT_BAD_COUNT
-                ? validator.badCount(value, when)
-                : validator.badExpertId(value, inputReport.getInt(MoeKernels.REPORT_TOKEN),
-                        inputReport.getInt(MoeKernels.REPORT_SLOT), when);
+        int token = inputReport.getInt(MoeKernels.REPORT_TOKEN);
+        int slot = inputReport.getInt(MoeKernels.REPORT_SLOT);
+        throw switch (inputReport.getInt(MoeKernels.REPORT_KIND)) {
+            case MoeKernels.REPORT_BAD_COUNT -> validator.badCount(value, when);
+            case MoeKernels.REPORT_REPEATED_ID -> validator.repeatedExpertId(value, token, slot, when);
+            default -> validator.badExpertId(value, token, slot, when);
+        };
     }
 
     /** Runs a step's work; success advances the phase, any failure leaves the handle FAILED. */

@@ -149,9 +149,21 @@ public final class Validator {
                     if (id < -1 || id >= e) {
                         throw badExpertId(id, t, j, "");
                     }
+                    for (int i = 0; i < j && id >= 0; i++) {
+                        if (host.getAtIndex(ValueLayout.JAVA_INT, (long) t * k + i) == id) {
+                            throw repeatedExpertId(id, t, j, "");
+                        }
+                    }
                 }
             }
         }
+    }
+
+    /** The exception for expert id {@code id} of token {@code token}, slot {@code slot}, named already by an earlier slot. */
+    public IllegalArgumentException repeatedExpertId(int id, int token, int slot, String when) {
+        return new IllegalArgumentException("indices: expert id " + id + " of token " + token + ", slot " + slot
+                + " repeats an expert the token names in an earlier slot (each token names an expert at most once)"
+                + when);
     }
 
     /** The exception for expert id {@code id} of token {@code token}, slot {@code slot}. */

@@ -95,6 +95,40 @@ class ValidationTest {
         });
     }
 
+    /** A token names an expert at most once: a repeat is refused before any work, naming token, slot and id. */
+    @Test
+    void repeatedExpertIdsAreRefused() {
+        onHandle(BF16, c -> {
+            c.setIndex(4, 0, 3);
+            c.setIndex(4, 1, 3);
+            String msg = assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            assertTrue(msg.contains("expert id 3 of token 4, slot 1") && msg.contains("repeats"), msg);
+            // -1 may repeat (both slots unused)
+            c.setIndex(4, 0, -1);
+            c.setIndex(4, 1, -1);
+        });
+    }
+
+    /**
+     * Checked on the device, a repeated id is skipped by the kernels (no buffer can be overrun,
+     * the round runs to its end on every rank) and fails the next call, naming token, slot and id.
+     */
+    @Test
+    void repeatedExpertIdsCheckedOnTheDeviceFailTheNextCall() {
+        MoeConfig device = BF16.toBuilder().inputCheck(InputCheck.DEVICE).build();
+        Harness.onAllRanks(device, (h, b) -> {
+            Workload w = Workload.generate(device, 2, Workload.Options.defaults().tokens(6));
+            Ctx c = new Ctx(h, b, b.upload(w.rank(0), false));
+            c.setIndex(2, 0, 5);
+            c.setIndex(2, 1, 5);
+            c.h().dispatchSend(c.in());
+            String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            assertTrue(msg.contains("expert id 5 of token 2, slot 1") && msg.contains("repeats")
+                    && msg.contains("found on the device"), msg);
+            return null;
+        });
+    }
+
     /**
      * With the check on the device (as on a GPU, where reading the ids on the host waits for the
      * device) a good round passes, and a bad id lets dispatchSend run but fails the next call,
@@ -194,9 +228,11 @@ class ValidationTest {
             assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8 * 256))));
             assertIllegalArgument("indices", () -> c.h().dispatchSend(
                     c.withIndices(c.mem().allocate(DType.INT32, 8, 3))));
-            // x and indices with exactly m rows are fine
-            c.h().dispatchSend(new DispatchInput(c.mem().allocate(DType.BF16, 5, 256), null,
-                    c.mem().allocate(DType.INT32, 5, 2), TokenCount.of(5)));
+            // x and indices with exactly m rows are fine (ids -1: routed nowhere)
+            Tensor fiveIds = c.mem().allocate(DType.INT32, 5, 2);
+            c.mem().fill(fiveIds.buf(), (byte) 0xFF);
+            c.h().dispatchSend(new DispatchInput(c.mem().allocate(DType.BF16, 5, 256), null, fiveIds,
+                    TokenCount.of(5)));
             DispatchOutput o = c.b().dispatchOutput();
             assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
                     c.mem().allocate(DType.BF16, 8, 7, 256), null)));

@@ -4,7 +4,7 @@ import org.moecomm.kernels.api.Buf;
 
 /**
  * The symmetric memory of a group of ranks on the JVM, as the one-sided communication methods of
- * {@link org.moecomm.kernels.api.KernelContext} ({@code putSignalBlock}, {@code signalSet},
+ * {@link org.moecomm.kernels.api.KernelContext} ({@code peerBuf}, the puts, {@code signalSet},
  * {@code signalAdd}, {@code waitAtLeast}) see it when a {@link CpuKernelRunner} made with it runs
  * them: the GPU's NVSHMEM heap, in Java.
  */

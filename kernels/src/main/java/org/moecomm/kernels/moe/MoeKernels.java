@@ -115,8 +115,12 @@ public final class MoeKernels {
             long ids = (long) m * topK;
             for (long i = ((long) ctx.groupIdy() * ctx.numGroupsX() + dest) * threads + tid; i < ids; i += stride) {
                 int id = indices.getInt(i);
+                int t = (int) (i / topK);
+                int k = (int) (i % topK);
                 if (id < -1 || id >= numExperts) {
-                    report(ctx, inputReport, REPORT_BAD_ID, (int) (i / topK), (int) (i % topK), id);
+                    report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
+                } else if (id >= 0 && repeated(indices, t, topK, k, id)) {
+                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
                 }
             }
         }
@@ -215,6 +219,8 @@ public final class MoeKernels {
     public static final int REPORT_BAD_ID = 1;
     /** A token count outside {@code [0, M]} (token and slot -1): the count. */
     public static final int REPORT_BAD_COUNT = 2;
+    /** An expert id that an earlier slot of the same token names already: token, slot and the id. */
+    public static final int REPORT_REPEATED_ID = 3;
 
     /**
      * Records a bad input unless one is recorded: the first caller claims {@code report[0]} with
@@ -431,8 +437,9 @@ public final class MoeKernels {
     private static int countLocalPairs(Buf indices, int t, int topK, int firstExpert, int perRank) {
         int pairs = 0;
         for (int k = 0; k < topK; k++) {
-            int local = indices.getInt(t * topK + k) - firstExpert;
-            if (local >= 0 && local < perRank) {
+            int id = indices.getInt(t * topK + k);
+            int local = id - firstExpert;
+            if (local >= 0 && local < perRank && !repeated(indices, t, topK, k, id)) {
                 pairs++;
             }
         }
@@ -440,9 +447,24 @@ public final class MoeKernels {
     }
 
     /**
+     * Whether slot {@code k} of token {@code t} repeats an expert an earlier slot names. Repeated
+     * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
+     * more than {@code Kd} pairs at one destination and no buffer is overrun.
+     */
+    private static boolean repeated(Buf indices, int t, int topK, int k, int id) {
+        boolean seen = false;
+        for (int j = 0; j < k; j++) {
+            if (indices.getInt(t * topK + j) == id) {
+                seen = true;
+            }
+        }
+        return seen;
+    }
+
+    /**
      * Writes token t's pair locations for this destination, numbering from {@code firstLocation}
-     * in k order; destination 0 also writes -1 for ids outside [0, numExperts) (exactly one
-     * block writes each entry).
+     * in k order; destination 0 also writes -1 for ids outside [0, numExperts) and repeated ids
+     * (exactly one block writes each entry).
      */
     private static void writePairLocations(Buf indices, Buf pairLocation, int t, int topK, int firstExpert,
                                            int perRank, int numExperts, int firstLocation, int dest) {
@@ -450,10 +472,11 @@ public final class MoeKernels {
         for (int k = 0; k < topK; k++) {
             int id = indices.getInt(t * topK + k);
             int local = id - firstExpert;
-            if (local >= 0 && local < perRank) {
+            boolean repeat = id >= 0 && repeated(indices, t, topK, k, id);
+            if (local >= 0 && local < perRank && !repeat) {
                 pairLocation.setInt(t * topK + k, location);
                 location++;
-            } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+            } else if (dest == 0 && (id < 0 || id >= numExperts || repeat)) {
                 pairLocation.setInt(t * topK + k, -1);
             }
         }
@@ -516,8 +539,9 @@ public final class MoeKernels {
         int seen = 0;
         int result = 0;
         for (int k = 0; k < topK; k++) {
-            int local = indices.getInt(t * topK + k) - firstExpert;
-            if (local >= 0 && local < perRank) {
+            int id = indices.getInt(t * topK + k);
+            int local = id - firstExpert;
+            if (local >= 0 && local < perRank && !repeated(indices, t, topK, k, id)) {
                 if (seen == n) {
                     result = local;
                 }

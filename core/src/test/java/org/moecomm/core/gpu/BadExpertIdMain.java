@@ -17,6 +17,7 @@ import org.moecomm.core.launch.LaunchEnv;
  * synchronisation per dispatch): a checked round, then a dispatch with one id out of range,
  * which must run, and, once the device finished it (a barrier that waits for the stream), an
  * {@link IllegalArgumentException} naming token, slot and id from the next call, on every rank.
+ * With the argument {@code repeated} the bad id is one the token names in an earlier slot.
  * Prints {@code CHECK bad-expert-id ok rank r}.
  */
 public final class BadExpertIdMain {
@@ -37,11 +38,15 @@ public final class BadExpertIdMain {
                         false);
                 int token = 5 + rank;
                 int slot = 2;
-                int bad = config.numExperts() + rank;
+                boolean repeat = args.length > 0 && args[0].equals("repeated");
+                int bad = repeat ? rank % config.numExperts() : config.numExperts() + rank;
                 try (Arena a = Arena.ofConfined()) {
                     MemorySegment s = a.allocate(4);
                     s.set(ValueLayout.JAVA_INT, 0, bad);
                     h.memory().copyFromHost(s, in.indices().buf(), 4L * (token * config.topK() + slot));
+                    if (repeat) { // the same expert in an earlier slot of the token
+                        h.memory().copyFromHost(s, in.indices().buf(), 4L * (token * config.topK()));
+                    }
                 }
                 h.dispatchSend(in); // runs: the id is checked on the device
                 gpu.deviceTiming(h).barrier().run(); // every rank's dispatch has run
@@ -50,7 +55,8 @@ public final class BadExpertIdMain {
                     throw new IllegalStateException("rank " + rank + ": no exception for expert id " + bad);
                 } catch (IllegalArgumentException e) {
                     String want = "expert id " + bad + " of token " + token + ", slot " + slot;
-                    if (!e.getMessage().contains(want) || !e.getMessage().contains("found on the device")) {
+                    if (!e.getMessage().contains(want) || !e.getMessage().contains("found on the device")
+                            || repeat != e.getMessage().contains("repeats")) {
                         throw new IllegalStateException("rank " + rank + ": unexpected message: " + e.getMessage(), e);
                     }
                     System.out.println("CHECK bad-expert-id ok rank " + rank + ": " + e.getMessage());

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.moecomm.core.launch.LocalLauncher;
 
 /**
@@ -85,11 +86,12 @@ class DispatchCombineGpuTest {
         }
     }
 
-    @Test
-    void aBadExpertIdFoundOnTheDeviceFailsTheNextCallOnEveryRank() {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"out-of-range", "repeated"})
+    void aBadExpertIdFoundOnTheDeviceFailsTheNextCallOnEveryRank(String kind) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(2, BadExpertIdMain.class, out, Duration.ofMinutes(3))
-                .build().run();
+                .args(kind).build().run();
         assertArrayEquals(new int[2], r.exitCodes(), out.text());
         for (int rank = 0; rank < 2; rank++) {
             assertTrue(out.text().contains("[rank " + rank + "] CHECK bad-expert-id ok rank " + rank),

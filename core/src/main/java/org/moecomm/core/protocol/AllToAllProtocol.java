@@ -49,8 +49,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final int MAX_BLOCKS_PER_UNIT = 64;
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
     static final int MIN_ROWS_PER_BLOCK = 4;
-    /** Rows of one local expert that one combine send block copies at most (the launch's y extent is capacity / this). */
+    /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
+    /** Combine recv blocks per unit of device parallelism (each takes every grid-th token). */
+    static final int REDUCE_BLOCKS_PER_UNIT = 8;
 
     private final MoeConfig config;
     private final BufferLayout layout;
@@ -157,11 +159,16 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int ws = config.worldSize();
         int ng = config.numGroups();
         int capacity = config.expertCapacity();
-        int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK, 65535));
+        int l = config.expertsPerRank();
+        // every block of a grid waits, fences and counts itself: blocks beyond what the device
+        // runs at once (or beyond the rows there can be) only add that fixed cost
+        int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
+                (2 * runner.concurrentBlocks() + l - 1) / l));
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
-        this.combineSendGrid = Grid.of(config.expertsPerRank(), chunks, THREADS);
-        this.combineRecvGrid = Grid.of(config.maxTokensPerRank(), THREADS);
+        this.combineSendGrid = Grid.of(l, chunks, THREADS);
+        this.combineRecvGrid = Grid.of(Math.min(config.maxTokensPerRank(),
+                REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks()), THREADS);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
@@ -345,7 +352,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private Object[] combineRecvArgs(Buf weights, Buf counts, Buf out) {
         return new Object[] {combineRecv.local(), pairLocation, weights, counts, out, signals.local(), roundState,
                 transport.waitErrors(), config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
-                config.numGroups(), config.hidden(), config.topK(), config.expertOutType().kernelCode(),
+                config.numGroups(), config.hidden(), config.maxTokensPerRank(), config.topK(),
+                config.expertOutType().kernelCode(),
                 config.outType().kernelCode()};
     }
 

@@ -241,15 +241,16 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Combine receive: grid {@code M} blocks, block = token {@code t}. Every block waits, bounded,
-     * for {@code combine[d] >= round << 32} from every rank {@code d} (also blocks of tokens
-     * {@code >= m}: the signals of this round must have arrived before combine-done lets a peer
-     * run ahead); blocks {@code t < m} then reduce as {@link MoeKernels#reduce} does. The last
+     * Combine receive: grid {@code X <= M} blocks; block {@code x} takes tokens {@code x, x + X,
+     * ...} below m. Every block waits, bounded, for {@code combine[d] >= round << 32} from every
+     * rank {@code d} (also a block without tokens: the signals of this round must have arrived
+     * before combine-done lets a peer run ahead), then reduces its tokens as
+     * {@link MoeKernels#reduce} does. The last
      * block sets this rank's {@code combineDone} word on every rank to {@code round}.
      */
     public static void combineRecv(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf numTokens, Buf out, Buf signals, Buf state, Buf errors, long timeoutNanos,
-                                   int waitTag, int rank, int worldSize, int numGroups, int hidden,
+                                   int waitTag, int rank, int worldSize, int numGroups, int hidden, int maxTokens,
                                    @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
@@ -260,8 +261,9 @@ public final class AllToAllKernels {
                     waitTag + numGroups + d);
         }
         ctx.localBarrier();
-        int t = ctx.groupIdx();
-        if (t < numTokens.getInt(0)) {
+        // a count out of range (reported by dispatch send's check) never reads past M tokens
+        int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
+        for (int t = ctx.groupIdx(); t < m; t += ctx.numGroupsX()) {
             MoeKernels.reduceToken(ctx, t, combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
         }
         if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared)) {

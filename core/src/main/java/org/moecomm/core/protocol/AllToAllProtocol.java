@@ -51,7 +51,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final int MIN_ROWS_PER_BLOCK = 4;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
-    /** Combine recv blocks per unit of device parallelism (each takes every grid-th token). */
+    /**
+     * Combine recv blocks per unit of device parallelism: x takes every grid-th token, y splits
+     * the hidden dimension when there are fewer tokens than blocks (decode).
+     */
     static final int REDUCE_BLOCKS_PER_UNIT = 8;
 
     private final MoeConfig config;
@@ -167,8 +170,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
         this.combineSendGrid = Grid.of(l, chunks, THREADS);
-        this.combineRecvGrid = Grid.of(Math.min(config.maxTokensPerRank(),
-                REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks()), THREADS);
+        int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
+        int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
+        int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
+                (config.hidden() + THREADS - 1) / THREADS));
+        this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));

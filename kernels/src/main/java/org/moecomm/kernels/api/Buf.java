@@ -95,6 +95,19 @@ public final class Buf {
         segment.set(LONG, d + 8, src.segment.get(LONG, s + 8));
     }
 
+    /**
+     * Four 16-byte copies: elements {@code dstIndex + j*stride} from {@code srcIndex + j*stride},
+     * {@code j = 0..3} (units of 16 bytes). On the GPU the four 128-bit loads are issued before
+     * the four stores, so they are in flight together: a warp copying a row waits for memory once
+     * per four pieces instead of once per piece (rows of a few kilobytes, as in decode, are
+     * latency-bound otherwise). The ranges must not overlap.
+     */
+    public void copy16x4(long dstIndex, Buf src, long srcIndex, long stride) {
+        for (int j = 0; j < 4; j++) {
+            copy16(dstIndex + j * stride, src, srcIndex + j * stride);
+        }
+    }
+
     @Override
     public String toString() {
         return "Buf[" + segment.byteSize() + " bytes @0x" + Long.toHexString(segment.address()) + "]";

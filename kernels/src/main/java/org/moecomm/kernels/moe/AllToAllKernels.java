@@ -204,9 +204,9 @@ public final class AllToAllKernels {
                 for (int i = 0; i < groupSize; i++) {
                     int s = g * groupSize + i;
                     if (peerModes.getInt(s) == PEER_DIRECT) {
-                        copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, src, pieces, lane, width);
+                        MoeKernels.copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, src, pieces, lane, width);
                     } else if (!staged) {
-                        copyPieces(combineSend, (long) origin * pieces, expertY, src, pieces, lane, width);
+                        MoeKernels.copyPieces(combineSend, (long) origin * pieces, expertY, src, pieces, lane, width);
                         staged = true;
                     }
                 }
@@ -241,8 +241,9 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Combine receive: grid {@code X <= M} blocks; block {@code x} takes tokens {@code x, x + X,
-     * ...} below m. Every block waits, bounded, for {@code combine[d] >= round << 32} from every
+     * Combine receive: grid {@code X x Y} ({@code X <= M}); block {@code (x, y)} takes tokens
+     * {@code x, x + X, ...} below m and their hidden elements {@code y*B + i + j*Y*B} ({@code B}
+     * threads per block). Every block waits, bounded, for {@code combine[d] >= round << 32} from every
      * rank {@code d} (also a block without tokens: the signals of this round must have arrived
      * before combine-done lets a peer run ahead), then reduces its tokens as
      * {@link MoeKernels#reduce} does. The last
@@ -263,8 +264,13 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         // a count out of range (reported by dispatch send's check) never reads past M tokens
         int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
+        // the y blocks of a token split its hidden dimension: a decode round's few tokens are
+        // latency-bound in one block (K row reads per element, one element per thread and step)
+        int firstH = ctx.groupIdy() * threads + tid;
+        int stepH = ctx.numGroupsY() * threads;
         for (int t = ctx.groupIdx(); t < m; t += ctx.numGroupsX()) {
-            MoeKernels.reduceToken(ctx, t, combineRecv, pairLocation, weights, out, hidden, topK, yDtype, outDtype);
+            MoeKernels.reduceSlice(t, firstH, stepH, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
+                    outDtype);
         }
         if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared)) {
             long word = 8L * (numGroups + worldSize + rank);
@@ -293,12 +299,5 @@ public final class AllToAllKernels {
         }
         ctx.localBarrier();
         return shared[0] == 1;
-    }
-
-    /** One warp (lanes {@code lane} of {@code width}) copies {@code pieces} 16-byte pieces. */
-    private static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
-        for (int i = lane; i < pieces; i += width) {
-            dst.copy16(dstPiece + i, src, srcPiece + i);
-        }
     }
 }

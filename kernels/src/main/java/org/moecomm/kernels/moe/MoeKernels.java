@@ -359,9 +359,7 @@ public final class MoeKernels {
             for (int slot = ctx.groupIdy() * warps + warp; slot < n; slot += ctx.numGroupsY() * warps) {
                 long src = (firstRow + slot) * pieces;
                 long dst = (long) expertOrigin.getInt(firstRow + slot) * pieces;
-                for (int i = lane; i < pieces; i += width) {
-                    combineSend.copy16(dst + i, expertY, src + i);
-                }
+                copyPieces(combineSend, dst, expertY, src, pieces, lane, width);
             }
         }
     }
@@ -390,8 +388,18 @@ public final class MoeKernels {
     /** The body of {@link #reduce} for token {@code t}: every thread of the block takes its share of {@code h}. */
     static void reduceToken(KernelContext ctx, int t, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
                             int hidden, int topK, int yDtype, int outDtype) {
+        reduceSlice(t, ctx.localIdx(), ctx.localGroupSizeX(), combineRecv, pairLocation, weights, out, hidden, topK,
+                yDtype, outDtype);
+    }
+
+    /**
+     * {@link #reduce}'s sum for token {@code t} and the elements {@code h = firstH, firstH + step,
+     * ...} of the hidden dimension (the caller's threads, or the threads of several blocks, split it).
+     */
+    static void reduceSlice(int t, int firstH, int step, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
+                            int hidden, int topK, int yDtype, int outDtype) {
         long first = (long) t * topK;
-        for (int h = ctx.localIdx(); h < hidden; h += ctx.localGroupSizeX()) {
+        for (int h = firstH; h < hidden; h += step) {
             float acc = 0f;
             int k = 0;
             // Four pairs per step, loads first: the four row reads are independent, so a GPU has
@@ -507,9 +515,7 @@ public final class MoeKernels {
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
                 long srcPiece = (long) t * pieces;
-                for (int i = lane; i < pieces; i += width) {
-                    dispatchSend.copy16(dstPiece + i, x, srcPiece + i);
-                }
+                copyPieces(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
                 for (int i = lane; i < scaleWords; i += width) {
                     int bits = 0;
@@ -558,13 +564,27 @@ public final class MoeKernels {
         long srcByte = srcRow * rowBytes;
         long srcPiece = srcByte >> 4;
         long dstPiece = dstRow * pieces;
-        for (int i = lane; i < pieces; i += width) {
-            expertX.copy16(dstPiece + i, dispatchRecv, srcPiece + i);
-        }
+        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
         long srcWord = (srcByte + align16(xBytes)) >> 2;
         long dstWord = dstRow * scalesPerToken;
         for (int i = lane; i < scalesPerToken; i += width) {
             expertXScale.setInt(dstWord + i, dispatchRecv.getInt(srcWord + i));
+        }
+    }
+
+    /**
+     * One warp (lane {@code lane} of {@code width}) copies {@code pieces} 16-byte pieces from
+     * {@code src} (from piece {@code srcPiece}) to {@code dst} (from {@code dstPiece}), four per
+     * lane and step ({@link Buf#copy16x4}): a row of a few kilobytes costs a quarter of the
+     * round trips to memory of one piece at a time.
+     */
+    static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+        int i = lane;
+        for (; i + 3 * width < pieces; i += 4 * width) {
+            dst.copy16x4(dstPiece + i, src, srcPiece + i, width);
+        }
+        for (; i < pieces; i += width) {
+            dst.copy16(dstPiece + i, src, srcPiece + i);
         }
     }
 

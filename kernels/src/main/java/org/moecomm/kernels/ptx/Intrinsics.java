@@ -235,6 +235,33 @@ final class Intrinsics {
             f.op("ld.global.v4.u32 " + v + ", [" + src + "]");
             f.op("st.global.v4.u32 [" + dst + "], " + v);
         });
+        def(BUF, "copy16x4", "(J" + B + "JJ)V", c -> {
+            PtxFunction f = c.f();
+            String step = f.tmp("b64");
+            f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
+            String src = elementAddress(f, c.arg(2), c.arg(3), 4);
+            String dst = elementAddress(f, c.arg(0), c.arg(1), 4);
+            String[] values = new String[4];
+            String s = src;
+            for (int j = 0; j < 4; j++) { // all four loads first: they are in flight together
+                if (j > 0) {
+                    String next = f.tmp("b64");
+                    f.op("add.s64 " + next + ", " + s + ", " + step);
+                    s = next;
+                }
+                values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
+                f.op("ld.global.v4.u32 " + values[j] + ", [" + s + "]");
+            }
+            String d = dst;
+            for (int j = 0; j < 4; j++) {
+                if (j > 0) {
+                    String next = f.tmp("b64");
+                    f.op("add.s64 " + next + ", " + d + ", " + step);
+                    d = next;
+                }
+                f.op("st.global.v4.u32 [" + d + "], " + values[j]);
+            }
+        });
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

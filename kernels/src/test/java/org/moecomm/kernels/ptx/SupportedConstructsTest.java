@@ -407,6 +407,20 @@ class SupportedConstructsTest {
         matches(p, "shl\\.b64 %trd\\d+, %lS\\d+, 4;");
     }
 
+    static void copyFour(KernelContext ctx, Buf dst, Buf src, long i, long stride) {
+        dst.copy16x4(i, src, i + 1, stride);
+    }
+
+    @Test
+    void copy16x4IssuesItsFourLoadsBeforeItsStores() throws Exception {
+        String p = ptx("copyFour");
+        int lastLoad = p.lastIndexOf("ld.global.v4.u32");
+        int firstStore = p.indexOf("st.global.v4.u32");
+        assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
+        assertEquals(4, p.split("ld\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(4, p.split("st\\.global\\.v4\\.u32", -1).length - 1, p);
+    }
+
     // ---- Numerics, Math, Float ----
 
     static void numerics(KernelContext ctx, Buf b, float f) {

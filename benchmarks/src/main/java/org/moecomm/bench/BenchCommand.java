@@ -131,7 +131,7 @@ final class BenchCommand extends RunCommand {
         PhaseJson.Run run = new PhaseJson.Run(backendLabel, date, commit != null ? commit
                 : defaultCommit(System.getenv(), Path.of(BUNDLE_INFO)), command != null ? command : invocation());
         Path file = outFile != null ? outFile
-                : outDir.resolve(PhaseJson.fileName(date, backendLabel, results.getFirst().device()));
+                : ResultFiles.fresh(outDir, PhaseJson.fileName(date, backendLabel, results.getFirst().device()));
         PhaseJson.write(file, PhaseJson.lines(results, run));
         out.println("wrote " + results.size() + " lines to " + file);
         long bad = results.stream().filter(m -> !m.verified()).count();

@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The per-phase results as JSON lines, one line per configuration (preset x tokens x launch mode)
@@ -100,9 +99,7 @@ final class PhaseJson {
         if (!backend.equals("gpu")) {
             return date + "-cpu-phases.json";
         }
-        String slug = device.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
-                .replaceAll("^-+|-+$", "");
-        return date + "-" + (slug.isEmpty() ? "device" : slug) + "-gpu-phases.json";
+        return ResultFiles.name(date, device, "gpu-phases");
     }
 
     static Path write(Path file, List<String> lines) throws IOException {

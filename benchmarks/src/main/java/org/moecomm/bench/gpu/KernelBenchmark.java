@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
+import org.moecomm.bench.ResultFiles;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
@@ -182,7 +183,8 @@ public final class KernelBenchmark implements Callable<Integer> {
         }
         try (dev) {
             Path file = out != null ? out
-                    : (outDir != null ? outDir : Path.of(".")).resolve(fileName(LocalDate.now(ZoneOffset.UTC), dev.name()));
+                    : ResultFiles.fresh(outDir != null ? outDir : Path.of("."), fileName(LocalDate.now(ZoneOffset.UTC),
+                            dev.name()));
             Report report = run(dev, settings, System.out);
             if (file.getParent() != null) {
                 Files.createDirectories(file.getParent());
@@ -218,9 +220,7 @@ public final class KernelBenchmark implements Callable<Integer> {
 
     /** {@code <date>-<gpu>-gpu-kernels.json}, the GPU named in lower case without "NVIDIA". */
     static String fileName(LocalDate date, String deviceName) {
-        String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
-                .replaceAll("^-+|-+$", "");
-        return date + "-" + (slug.isEmpty() ? "device" : slug) + "-gpu-kernels.json";
+        return ResultFiles.name(date, deviceName, "gpu-kernels");
     }
 
     // ---- statistics ----

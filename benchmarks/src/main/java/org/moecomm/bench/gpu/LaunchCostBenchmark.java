@@ -3,7 +3,9 @@ package org.moecomm.bench.gpu;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -17,6 +19,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import org.moecomm.bench.ResultFiles;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaFunction;
@@ -279,17 +282,14 @@ public class LaunchCostBenchmark {
 
     /** {@code <date>-<gpu>-gpu-launch-cost.json} in {@code dir}, with {@code -2}, {@code -3}, ... when taken. */
     static Path freshFile(Path dir, LocalDate date, String deviceName) {
-        String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
-                .replaceAll("^-+|-+$", "");
-        String stem = date + "-" + (slug.isEmpty() ? "device" : slug) + "-gpu-launch-cost";
-        Path file = dir.resolve(stem + ".json");
-        for (int i = 2; Files.exists(file); i++) {
-            file = dir.resolve(stem + "-" + i + ".json");
-        }
-        return file;
+        return ResultFiles.fresh(dir, ResultFiles.name(date, deviceName, "gpu-launch-cost"));
     }
 
-    /** Adds {@code device, commit, command} to every entry of JMH's JSON and keeps the machine's java path out. */
+    /**
+     * Adds {@code device, commit, command} to every entry of JMH's JSON and keeps the machine's
+     * paths out: the java binary, and the value of every JVM option that is an absolute path
+     * (the JavaCPP cache and temporary folders become {@code <path>}).
+     */
     static void annotate(Path file, String device, String commit, String command) throws IOException {
         ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
         JsonNode root = json.readTree(file.toFile());
@@ -300,6 +300,11 @@ public class LaunchCostBenchmark {
                 o.put("command", command);
                 if (o.has("jvm")) {
                     o.put("jvm", "java " + o.path("vmVersion").asText("?"));
+                }
+                if (o.get("jvmArgs") instanceof ArrayNode args) {
+                    for (int i = 0; i < args.size(); i++) {
+                        args.set(i, TextNode.valueOf(args.get(i).asText().replaceFirst("=/.*$", "=<path>")));
+                    }
                 }
             }
         }

@@ -87,13 +87,15 @@ class LaunchCostBenchmarkCpuTest {
     void theJsonGetsDeviceCommitAndCommand(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("r.json");
         Files.writeString(file, "[{\"benchmark\":\"x.launch\",\"jvm\":\"/tmp/work/jre/bin/java\",\"vmVersion\":\"25.0.1\","
-                + "\"primaryMetric\":{\"score\":1500.5}}]");
+                + "\"jvmArgs\":[\"-Xss4m\",\"-Djava.io.tmpdir=/tmp/work\"],\"primaryMetric\":{\"score\":1500.5}}]");
         LaunchCostBenchmark.annotate(file, "NVIDIA H200", "abc123", "bash scripts/gpu-bench.sh");
         JsonNode e = new ObjectMapper().readTree(file.toFile()).get(0);
         assertEquals("NVIDIA H200", e.get("device").asText());
         assertEquals("abc123", e.get("commit").asText());
         assertEquals("bash scripts/gpu-bench.sh", e.get("command").asText());
         assertEquals("java 25.0.1", e.get("jvm").asText());
+        assertEquals("-Xss4m", e.get("jvmArgs").get(0).asText());
+        assertEquals("-Djava.io.tmpdir=<path>", e.get("jvmArgs").get(1).asText());
         assertEquals(1500.5, e.get("primaryMetric").get("score").asDouble());
     }
 }

@@ -2,7 +2,6 @@ package org.moecomm.core.cpu;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.kernels.api.Buf;
@@ -82,6 +81,6 @@ final class CpuRankRunner implements KernelRunner {
 
     @Override
     public String toString() {
-        return "CpuRankRunner[" + Objects.toString(runner.peerMemory().rank()) + "]";
+        return "CpuRankRunner[rank " + runner.peerMemory().rank() + "]";
     }
 }

@@ -1,7 +1,6 @@
 package org.moecomm.core.protocol;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
@@ -83,6 +82,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf dummy;
     /** Where the device reports a bad expert id, when the ids are checked there ({@code null} otherwise). */
     private final Buf inputReport;
+    /** The error context the kernels' waits record a timeout in (the transport's). */
+    private final Buf waitErrors;
     /** Tag of the wait for signal word 0 (word i: + i), named for error messages. */
     private final int waitTag;
     /** 1 when some peer is reached by puts (combine send's second pass). */
@@ -147,17 +148,17 @@ public final class AllToAllProtocol implements MoeAllToAll {
         }
         this.anyPut = puts > 0 ? 1 : 0;
         memory.copyFromHost(MemorySegment.ofArray(modes), peerModes, 0);
-        List<String> names = new ArrayList<>();
+        // the kernels' waits report tag waitTag + signal word index
+        String[] names = new String[layout.signalCount()];
         for (int g = 0; g < config.numGroups(); g++) {
-            names.add("dispatch[" + g + "]");
+            names[layout.dispatchSignal(g)] = "dispatch[" + g + "]";
         }
         for (int d = 0; d < config.worldSize(); d++) {
-            names.add("combine[" + d + "]");
+            names[layout.combineSignal(d)] = "combine[" + d + "]";
+            names[layout.combineDoneSignal(d)] = "combineDone[" + d + "]";
         }
-        for (int d = 0; d < config.worldSize(); d++) {
-            names.add("combineDone[" + d + "]");
-        }
-        this.waitTag = transport.registerWaits(names);
+        this.waitTag = transport.registerWaits(List.of(names));
+        this.waitErrors = transport.waitErrors();
 
         int ws = config.worldSize();
         int ng = config.numGroups();
@@ -217,7 +218,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
         return phase;
     }
 
-    /** Rounds started so far (a round starts with dispatchSend). */
+    /**
+     * dispatchSend calls made on this handle, captured ones included (for logs: the round the
+     * kernels work on lives in device memory and also advances on graph replays).
+     */
     public long round() {
         return round;
     }
@@ -299,7 +303,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] dispatchRecvArgs(Buf counts, Buf expertX, Buf expertXScale) {
         return new Object[] {dispatchRecv.local(), signals.local(), slotCounts, counts, expertX, expertXScale,
-                expertOrigin, pairsFromGroup, roundState, transport.waitErrors(), config.waitTimeout().toNanos(),
+                expertOrigin, pairsFromGroup, roundState, waitErrors, config.waitTimeout().toNanos(),
                 waitTag, rank, config.groupSize(), config.expertsPerRank(), layout.xBytes(), config.scalesPerToken(),
                 config.topK(), layout.rowBytes(), config.maxTokensPerRank(), config.numGroups(),
                 layout.pairsPerRegion()};
@@ -334,7 +338,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] combineSendArgs(Buf expertY, Buf counts) {
         return new Object[] {expertY, counts, expertOrigin, combineSend.local(), combineRecv.local(), signals.local(),
-                pairsFromGroup, roundState, peerModes, transport.waitErrors(), config.waitTimeout().toNanos(), waitTag,
+                pairsFromGroup, roundState, peerModes, waitErrors, config.waitTimeout().toNanos(), waitTag,
                 rank, config.worldSize(), config.groupSize(), layout.yBytes(), config.expertCapacity(),
                 layout.pairsPerRegion(), anyPut};
     }
@@ -357,7 +361,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] combineRecvArgs(Buf weights, Buf counts, Buf out) {
         return new Object[] {combineRecv.local(), pairLocation, weights, counts, out, signals.local(), roundState,
-                transport.waitErrors(), config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
+                waitErrors, config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
                 config.numGroups(), config.hidden(), config.maxTokensPerRank(), config.topK(),
                 config.expertOutType().kernelCode(),
                 config.outType().kernelCode()};

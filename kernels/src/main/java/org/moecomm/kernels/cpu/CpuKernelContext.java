@@ -124,11 +124,7 @@ final class CpuKernelContext implements KernelContext {
         // publishes the signal (release), everyone leaves.
         block.barrier(thread);
         if (thread == 0) {
-            if (bytes < 0 || bytes > src.byteSize() || bytes > dst.byteSize()) {
-                throw new IllegalArgumentException(call + " of " + bytes + " bytes from " + src + " to " + dst);
-            }
-            Buf remote = peers.onPeer(dst, pe);
-            MemorySegment.copy(src.segment(), 0, remote.segment(), 0, bytes);
+            put(call, peers, dst, src, bytes, pe);
             MemorySegment word = peers.onPeer(signal, pe).segment();
             if (add) {
                 SEGMENT_LONG.getAndAddRelease(word, 0L, value);

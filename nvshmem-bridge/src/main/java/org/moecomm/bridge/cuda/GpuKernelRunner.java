@@ -181,12 +181,7 @@ public final class GpuKernelRunner implements KernelRunner {
         Objects.requireNonNull(grid, "grid");
         ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
-        Target t = target(kernel, arguments);
-        Loaded l = t.loaded;
-        if (l == null) {
-            l = load(t.kernel);
-            t.loaded = l; // modules stay loaded until close()
-        }
+        Loaded l = loaded(target(kernel, arguments));
         int n = arguments.length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
@@ -222,11 +217,20 @@ public final class GpuKernelRunner implements KernelRunner {
         return t;
     }
 
+    /** What {@link #launch} with these arguments would compile and load, done now. */
     @Override
     public void prepare(Kernel kernel, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         ensureOpen();
-        load(specialize(kernel, args == null ? new Object[0] : args));
+        loaded(target(kernel, args == null ? NO_ARGS : args));
+    }
+
+    /** The target's loaded module, loading it at its first use (modules stay loaded until close()). */
+    private Loaded loaded(Target t) {
+        if (t.loaded == null) {
+            t.loaded = load(t.kernel);
+        }
+        return t.loaded;
     }
 
     /** Compiles (once) and loads (once) {@code kernel}; returns its loaded entry. */

@@ -58,6 +58,12 @@ final class BenchCommand extends RunCommand {
                     + " later rounds combining the same expert outputs again (same bytes, shorter run).")
     boolean expertsEveryRound;
 
+    @Option(names = "--start", defaultValue = "host", paramLabel = "HOW", converter = RoundStartConverter.class,
+            description = "How ranks start each timed half on the GPU: host (a barrier the host waits for, then the"
+                    + " launches: with launch latency and host skew, as pplx-kernels' benchmark; default) or device"
+                    + " (the barrier only enqueued, the half behind it: the GPU's time alone).")
+    RoundStart start;
+
     @Option(names = "--out-dir", defaultValue = "benchmarks/results",
             description = "Folder of the results file <date>-<gpu>-gpu-phases.json (default: ${DEFAULT-VALUE}).")
     Path outDir;
@@ -87,6 +93,10 @@ final class BenchCommand extends RunCommand {
             throw new IllegalArgumentException("no configuration: give --presets and --tokens");
         }
         List<LaunchMode> modes = launchModes(backend);
+        if (backend == BackendChoice.Backend.CPU && start == RoundStart.DEVICE) {
+            throw new IllegalArgumentException("--start device: the CPU backend has no device stream to enqueue a"
+                    + " barrier on; give --start host or --backend gpu");
+        }
         List<RunSpec> specs = new ArrayList<>();
         for (String p : presets) {
             for (int m : tokens) {
@@ -111,7 +121,7 @@ final class BenchCommand extends RunCommand {
 
     @Override
     RoundPlan plan() {
-        return new RoundPlan(warmup, rounds, false, expertsEveryRound);
+        return new RoundPlan(warmup, rounds, false, expertsEveryRound, start);
     }
 
     @Override
@@ -213,5 +223,12 @@ final class BenchCommand extends RunCommand {
             args = args.subList(1, args.size());
         }
         return ("moecomm bench " + String.join(" ", args)).strip();
+    }
+
+    static final class RoundStartConverter implements picocli.CommandLine.ITypeConverter<RoundStart> {
+        @Override
+        public RoundStart convert(String value) {
+            return RoundStart.byLabel(value);
+        }
     }
 }

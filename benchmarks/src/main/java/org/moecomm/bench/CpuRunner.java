@@ -99,7 +99,7 @@ final class CpuRunner implements Runner {
             });
             perRank.forEach(problems::addAll);
         }
-        return new Measurement(spec, plan, traffic, Measurement.slowest(Arrays.asList(samples), plan.rounds()), problems,
+        return Measurement.of(spec, plan, traffic, Arrays.asList(samples), problems,
                 "cpu", mode(world));
     }
 

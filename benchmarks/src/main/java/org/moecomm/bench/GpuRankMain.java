@@ -25,7 +25,7 @@ import org.moecomm.core.gpu.HalfGraphs;
  * <p>Starts the GPU backend once with room for a handle of every distinct configuration (the
  * handles are made one after the other), then per spec: a handle, the rank's inputs uploaded
  * once, and {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also
- * drains the stream), CUDA events on the handle's stream around dispatch send and dispatch recv,
+ * drains the stream; with {@link RoundStart#DEVICE} it is only enqueued), CUDA events on the handle's stream around dispatch send and dispatch recv,
  * the experts on the host (untimed), another barrier, events around combine send and combine
  * recv; the checked rounds poison the outputs first and compare with the reference after.
  *
@@ -139,19 +139,20 @@ public final class GpuRankMain {
         int rank = h.rank();
         CudaStream stream = timing.stream();
         long[] t = new long[6];
+        Runnable start = plan.start() == RoundStart.DEVICE ? timing.barrierOnStream() : timing.barrier();
         for (int round = 0; round < plan.total(); round++) {
             boolean checked = plan.checked(round);
             if (checked) {
                 buffers.poisonOutputs();
             }
-            timing.barrier().run();
+            start.run();
             ev[0].record(stream);
             dispatch.run();
             ev[2].record(stream);
             if (plan.runExperts(round)) {
                 buffers.runExperts();
             }
-            timing.barrier().run();
+            start.run();
             ev[3].record(stream);
             combine.run();
             ev[5].record(stream);

@@ -140,8 +140,7 @@ final class GpuRunner implements Runner {
             }
             Workload w = spec.workload();
             TrafficModel traffic = TrafficModel.of(w, new BufferLayout(spec.config()).rowBytes());
-            out.add(new Measurement(spec, plan, traffic, Measurement.slowest(perRank, plan.rounds()), problems, device,
-                    mode));
+            out.add(Measurement.of(spec, plan, traffic, perRank, problems, device, mode));
         }
         return out;
     }

@@ -5,16 +5,18 @@ import java.util.List;
 
 /**
  * What one configuration gave: per phase ({@link Phases} order) the per-round samples of the
- * slowest rank, the problems the reference checks found (empty: verified), the bytes moved, and
+ * slowest rank, and rank 0's own samples (what pplx-kernels' benchmark reports), the problems the reference checks found (empty: verified), the bytes moved, and
  * where it ran ({@code device}: the GPU's name, or "cpu"; {@code mode}: how the ranks ran).
  */
-record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<PhaseTimes> phases, List<String> problems,
-                   String device, String mode) {
+record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<PhaseTimes> phases,
+                   List<PhaseTimes> rankZero, List<String> problems, String device, String mode) {
     Measurement {
-        if (phases.size() != Phases.COUNT) {
-            throw new IllegalArgumentException(Phases.COUNT + " phases needed, got " + phases.size());
+        if (phases.size() != Phases.COUNT || rankZero.size() != Phases.COUNT) {
+            throw new IllegalArgumentException(Phases.COUNT + " phases needed, got " + phases.size() + " and "
+                    + rankZero.size());
         }
         phases = List.copyOf(phases);
+        rankZero = List.copyOf(rankZero);
         problems = List.copyOf(problems);
     }
 
@@ -29,6 +31,13 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
     /** How the handle's calls were launched (the spec's). */
     LaunchMode launch() {
         return spec.launch();
+    }
+
+    /** A measurement whose phases come from {@code perRank[rank][phase][round]} nanoseconds: the slowest rank's and rank 0's. */
+    static Measurement of(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<long[][]> perRank,
+                          List<String> problems, String device, String mode) {
+        return new Measurement(spec, plan, traffic, slowest(perRank, plan.rounds()),
+                slowest(perRank.subList(0, 1), plan.rounds()), problems, device, mode);
     }
 
     /**

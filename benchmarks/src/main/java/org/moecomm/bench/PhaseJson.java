@@ -17,7 +17,10 @@ import java.util.List;
  * combineRecv and the whole dispatch and combine (null where the phase was not measured: the
  * send/recv split of {@code launch} "graph"), the bytes ({@code pairs, dispatchRows,
  * dispatchLogicalBytes, combineLogicalBytes, dispatchWireBytes, combineWireBytes}) and the
- * logical rates {@code dispatchGBps, combineGBps} (logical bytes over the whole operation's median).
+ * logical rates {@code dispatchGBps, combineGBps} (logical bytes over the whole operation's median),
+ * rank 0's own {@code rank0DispatchMedianUs, rank0DispatchP90Us, rank0CombineMedianUs,
+ * rank0CombineP90Us} (what pplx-kernels' benchmark reports) and {@code start}, how the ranks were
+ * brought together before each half ({@link RoundStart}: "host" unless asked).
  * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
  * none and are plain ({@link #launch(JsonNode)}).
  */
@@ -57,6 +60,7 @@ final class PhaseJson {
         o.put("command", run.command());
         o.put("timing", !run.backend().equals("gpu") ? TIMING_CPU
                 : m.launch() == LaunchMode.GRAPH ? TIMING_GPU_GRAPH : TIMING_GPU);
+        o.put("start", m.plan().start().label());
         o.put("warmup", m.plan().warmup());
         o.put("rounds", m.plan().rounds());
         o.put("checked", m.plan().checkedDescription());
@@ -65,6 +69,11 @@ final class PhaseJson {
             PhaseTimes t = m.phase(p);
             number(o, Phases.KEYS.get(p) + "MedianUs", t.medianMicros());
             number(o, Phases.KEYS.get(p) + "P90Us", t.p90Micros());
+        }
+        for (int p : new int[] {Phases.DISPATCH, Phases.COMBINE}) {
+            PhaseTimes t = m.rankZero().get(p);
+            number(o, "rank0" + capitalized(Phases.KEYS.get(p)) + "MedianUs", t.medianMicros());
+            number(o, "rank0" + capitalized(Phases.KEYS.get(p)) + "P90Us", t.p90Micros());
         }
         TrafficModel tr = m.traffic();
         o.put("pairs", tr.pairs());
@@ -118,5 +127,9 @@ final class PhaseJson {
         } else {
             o.putNull(key);
         }
+    }
+
+    private static String capitalized(String key) {
+        return Character.toUpperCase(key.charAt(0)) + key.substring(1);
     }
 }

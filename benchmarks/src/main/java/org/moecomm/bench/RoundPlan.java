@@ -1,14 +1,22 @@
 package org.moecomm.bench;
 
+import java.util.Objects;
+
 /**
  * The rounds of one configuration: {@code warmup} untimed, then {@code rounds} timed. Round 0 is
  * always checked against the reference (outputs poisoned first), the last one too with
  * {@code checkLast}. The experts (host work, never timed) run every round with
  * {@code expertsEveryRound}, else only before checked rounds: later rounds then combine the
- * expert outputs left from the last checked round, which moves the same bytes.
+ * expert outputs left from the last checked round, which moves the same bytes. {@code start}
+ * says how the ranks are brought together before each timed half on the GPU ({@link RoundStart}).
  */
-record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEveryRound) {
+record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEveryRound, RoundStart start) {
+    RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEveryRound) {
+        this(warmup, rounds, checkLast, expertsEveryRound, RoundStart.HOST);
+    }
+
     RoundPlan {
+        Objects.requireNonNull(start, "start");
         if (warmup < 0) {
             throw new IllegalArgumentException("warm-up rounds must be >= 0, got " + warmup);
         }
@@ -40,15 +48,16 @@ record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEvery
 
     /** Words of a rank's command line. */
     String encode() {
-        return warmup + ":" + rounds + ":" + checkLast + ":" + expertsEveryRound;
+        return warmup + ":" + rounds + ":" + checkLast + ":" + expertsEveryRound + ":" + start.label();
     }
 
     static RoundPlan decode(String s) {
         String[] f = s.split(":");
-        if (f.length != 4) {
-            throw new IllegalArgumentException("not a round plan (warmup:rounds:checkLast:expertsEveryRound): " + s);
+        if (f.length != 5) {
+            throw new IllegalArgumentException("not a round plan (warmup:rounds:checkLast:expertsEveryRound:start): "
+                    + s);
         }
         return new RoundPlan(Integer.parseInt(f[0]), Integer.parseInt(f[1]), Boolean.parseBoolean(f[2]),
-                Boolean.parseBoolean(f[3]));
+                Boolean.parseBoolean(f[3]), RoundStart.byLabel(f[4]));
     }
 }

@@ -112,6 +112,22 @@ class CommandsCpuTest {
     }
 
     @Test
+    void benchStartOptionParses() {
+        BenchCommand device = new BenchCommand();
+        new CommandLine(device).parseArgs("--start", "device", "--presets", "mixtral-8x7b", "--tokens", "2");
+        assertEquals(RoundStart.DEVICE, device.plan().start());
+        assertEquals(1, device.specs(BackendChoice.Backend.GPU).size() / 2);
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> device.specs(BackendChoice.Backend.CPU));
+        assertTrue(e.getMessage().contains("the CPU backend has no device stream"), e.getMessage());
+        BenchCommand byDefault = new BenchCommand();
+        new CommandLine(byDefault).parseArgs();
+        assertEquals(RoundStart.HOST, byDefault.plan().start());
+        org.junit.jupiter.api.Assertions.assertThrows(CommandLine.ParameterException.class,
+                () -> new CommandLine(new BenchCommand()).parseArgs("--start", "later"));
+    }
+
+    @Test
     void benchRefusesGraphLaunchesOnTheCpu(@TempDir Path dir) throws Exception {
         // --backend auto without a GPU falls back to the CPU, which cannot replay graphs
         assertEquals(2, execute(new BenchCommand(), "--launch", "plain,graph", "--out-dir", dir.toString()));

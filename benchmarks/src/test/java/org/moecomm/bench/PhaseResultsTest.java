@@ -43,6 +43,9 @@ class PhaseResultsTest {
         // a word of six fields (before launch modes) is plain
         assertEquals(s, RunSpec.decode("deepseek-v3:128:4:2:skewed:42"));
         assertEquals(PLAN, RoundPlan.decode(PLAN.encode()));
+        RoundPlan deviceStart = new RoundPlan(2, 3, false, false, RoundStart.DEVICE);
+        assertEquals(deviceStart, RoundPlan.decode(deviceStart.encode()));
+        assertThrows(IllegalArgumentException.class, () -> RoundStart.byLabel("gpu"));
         assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4"));
         assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("nope:1:4:1:uniform:1"));
         assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4:1:uniform:1:eager"));
@@ -168,8 +171,15 @@ class PhaseResultsTest {
             samples[p] = new long[] {10_000L * (p + 1), 20_000L * (p + 1), 30_000L * (p + 1)};
         }
         TrafficModel traffic = TrafficModel.of(s.workload(), new BufferLayout(s.config()).rowBytes());
-        Measurement m = new Measurement(s, PLAN, traffic, Measurement.slowest(List.<long[][]>of(samples), 3), List.of(),
-                "NVIDIA H200", GpuRunner.mode(4, true));
+        // a second rank, faster in every phase: the slowest-rank fields are rank 1's, rank 0's its own
+        long[][] fasterRankZero = new long[Phases.COUNT][3];
+        for (int p = 0; p < Phases.COUNT; p++) {
+            for (int i = 0; i < 3; i++) {
+                fasterRankZero[p][i] = samples[p][i] / 2;
+            }
+        }
+        Measurement m = Measurement.of(s, PLAN, traffic, List.of(fasterRankZero, samples), List.of(), "NVIDIA H200",
+                GpuRunner.mode(4, true));
         JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
                 "bash scripts/gpu-nvshmem-check.sh")));
         for (String k : List.of("preset", "tokens", "world", "group", "mode", "gpu", "commit", "command", "date",
@@ -195,6 +205,11 @@ class PhaseResultsTest {
         assertEquals(traffic.pairs() * 7168L * 2, j.get("combineLogicalBytes").asLong());
         assertTrue(j.get("verified").asBoolean());
         assertFalse(j.has("problems"));
+        // phase 4 (dispatch) is 50/100/150 us on rank 1, half that on rank 0; phase 5 (combine) 60/120/180
+        assertEquals(50.0, j.get("rank0DispatchMedianUs").asDouble(), 1e-9);
+        assertEquals(75.0, j.get("rank0DispatchP90Us").asDouble(), 1e-9);
+        assertEquals(60.0, j.get("rank0CombineMedianUs").asDouble(), 1e-9);
+        assertEquals("host", j.get("start").asText());
     }
 
     @Test

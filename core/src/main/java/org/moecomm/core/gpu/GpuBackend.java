@@ -346,10 +346,12 @@ public final class GpuBackend implements AutoCloseable {
 
     /**
      * What timing a handle's work on the device needs (benchmarks): the stream all of its work is
-     * enqueued on, to record CUDA events on, and a bounded barrier of all ranks that also waits for
-     * that stream (collective; call it between whole protocol calls only).
+     * enqueued on, to record CUDA events on, a bounded barrier of all ranks that also waits for
+     * that stream, and the same barrier enqueued on the stream without waiting for it
+     * ({@code barrierOnStream}: what is enqueued next starts as every rank reaches it). Both are
+     * collective; call them between whole protocol calls only.
      */
-    public record DeviceTiming(CudaStream stream, Runnable barrier) {
+    public record DeviceTiming(CudaStream stream, Runnable barrier, Runnable barrierOnStream) {
     }
 
     /** {@link DeviceTiming} of a handle made by this backend's {@link #createHandle}. */
@@ -359,7 +361,7 @@ public final class GpuBackend implements AutoCloseable {
         if (t == null) {
             throw new IllegalArgumentException("not a handle of this GPU backend: " + handle);
         }
-        return new DeviceTiming(CudaStream.wrap(context, t.stream()), t::barrier);
+        return new DeviceTiming(CudaStream.wrap(context, t.stream()), t::barrier, t::barrierOnStream);
     }
 
     /**

@@ -110,13 +110,22 @@ public final class GpuTransport implements Transport {
     /** Bounded barrier of all PEs (completes this PE's puts first), then waits for the stream. */
     @Override
     public void barrier() {
+        barrierOnStream();
+        exec.synchronize();
+    }
+
+    /**
+     * Enqueues the bounded barrier of all PEs on the stream and returns at once: work enqueued
+     * after it starts when every PE has reached it (a barrier that runs out is recorded as a
+     * failure, raised by the next synchronisation).
+     */
+    public void barrierOnStream() {
         ensureOpen();
         exec.enter();
         long epoch = ++barrierEpoch;
         int tag = exec.register("barrier #" + epoch);
         call(() -> Nvshmem.barrier(exec.streamHandle(), barrierWords.address(), epoch, worldSize, rank,
                 exec.timeoutNanos(), exec.errors(), tag), "barrier");
-        exec.synchronize();
     }
 
     /** Waits for everything enqueued so far; throws a failure a kernel recorded (a wait that ran out). */

@@ -1,0 +1,49 @@
+package org.moecomm.bench;
+
+import java.util.Locale;
+
+/**
+ * How the ranks are brought together before each timed half of a GPU round.
+ *
+ * <ul>
+ *   <li>{@link #HOST}: a barrier the host waits for, then the events and launches of the half (as
+ *       pplx-kernels' benchmark does: {@code nvshmemx_barrier_all_on_stream} and a stream
+ *       synchronisation). The time includes the host's launch latency and the ranks' skew as their
+ *       hosts wake up: what an application that launches each round sees.</li>
+ *   <li>{@link #DEVICE}: a barrier kernel on the stream that the host does not wait for; the
+ *       events and the half are enqueued behind it, so they start on the GPU as the barrier opens
+ *       on every rank at about the same time. The time is the GPU's alone, without launch latency
+ *       or host skew: what a round inside a longer graph or behind other GPU work sees, and the
+ *       floor the kernels set.</li>
+ * </ul>
+ */
+enum RoundStart {
+    HOST("host"),
+    DEVICE("device");
+
+    private final String label;
+
+    RoundStart(String label) {
+        this.label = label;
+    }
+
+    /** The word of the command line and the JSON field {@code start}. */
+    String label() {
+        return label;
+    }
+
+    static RoundStart byLabel(String s) {
+        String v = s.strip().toLowerCase(Locale.ROOT);
+        for (RoundStart r : values()) {
+            if (r.label.equals(v)) {
+                return r;
+            }
+        }
+        throw new IllegalArgumentException("unknown round start '" + s + "' (host, device)");
+    }
+
+    @Override
+    public String toString() {
+        return label;
+    }
+}

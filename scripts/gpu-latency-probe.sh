@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, in the repository root (carry .gpu-carry, made as for
+# scripts/gpu-nvshmem-check.sh): where the time of a small round goes. Builds the NVSHMEM bridge,
+# then
+#   1. the launch-cost JMH benchmark in one process with no MPS daemon (the host cost of a launch
+#      as an application with one process per GPU sees it) -> $OUT/no-mps/;
+#   2. under MPS, the per-phase benchmark for each world size in PROBE_WORLDS (default "4 2 1")
+#      and each round start in PROBE_STARTS (default "host device": with and without the host's
+#      launch latency and skew, see `moecomm bench --help`, --start) -> $OUT/mps-<start>/, with
+#      the launch-cost benchmark again under MPS in mps-host/.
+# With PROBE_NCU=1 instead: Nsight Compute over one rank's kernels ($OUT/ncu.log).
+# No tests run here: scripts/gpu-nvshmem-check.sh is the check.
+# Environment: PROBE_PRESETS (default deepseek-v3), PROBE_TOKENS (default 1,8,32,128), OUT.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+if ! bash scripts/gpu-nvshmem-build.sh build > "$out/nvshmem-build.log" 2>&1; then
+  echo "the NVSHMEM bridge did not build: see $out/nvshmem-build.log"
+  exit 5
+fi
+# shellcheck disable=SC1091
+source "${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}/env.sh"
+
+if [ "${PROBE_NCU:-0}" = 1 ]; then
+  # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the four kernels of
+  # round 21 and 22 at PROBE_NCU_TOKENS tokens, each kernel's duration and where its warps stall.
+  work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-probe.XXXXXX")
+  tar -C "$work" -xf "$(ls .gpu-carry/jre.tgz .gpu-carry/jre.txz 2>/dev/null | head -n1)"
+  classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
+  echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3"
+  ncu --clock-control none --target-processes all --kernel-name regex:AllToAllKernels --launch-skip 80 \
+    --launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+    "$work/jre/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
+    "-Djava.io.tmpdir=$work" -cp "$classpath" org.moecomm.bench.Main bench --backend gpu --world 1 \
+    --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch plain --warmup 20 --rounds 10 \
+    --out "$out/ncu-phases.json" > "$out/ncu.log" 2>&1
+  echo "ncu exit status: $?"
+  rm -rf "$work"
+  exit 0
+fi
+
+echo "== launch cost, one process, no MPS"
+mkdir -p "$out/no-mps"
+OUT="$out/no-mps" KERNEL_BENCH=0 PHASE_BENCH=0 bash scripts/gpu-bench.sh
+
+started_mps=0
+if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && nvidia-cuda-mps-control -d; then
+  started_mps=1
+fi
+rc=0
+for start in ${PROBE_STARTS:-host device}; do
+  echo "== under MPS, --start $start"
+  mkdir -p "$out/mps-$start"
+  launch=0
+  [ "$start" = host ] && launch=1
+  OUT="$out/mps-$start" KERNEL_BENCH=0 LAUNCH_BENCH=$launch PHASE_DEMO=0 PHASE_WORLDS="${PROBE_WORLDS:-4 2 1}" \
+    PHASE_BENCH_ARGS="--presets ${PROBE_PRESETS:-deepseek-v3} --tokens ${PROBE_TOKENS:-1,8,32,128} --start $start" \
+    bash scripts/gpu-bench.sh
+  r=$?
+  [ "$rc" -eq 0 ] && rc=$r
+done
+if [ "$started_mps" = 1 ]; then
+  echo quit | nvidia-cuda-mps-control
+fi
+exit "$rc"

@@ -12,6 +12,8 @@
 
 #include <string>
 
+#include <cstddef>
+
 #include "moe_nvshmem.h"
 #include "moe_nvshmem_device.cuh"
 
@@ -241,6 +243,7 @@ int mnv_error_create(long long* ctx, long long* host) {
     init.claim = 0;
     init.pad = 0;
     init.record = static_cast<mnv_error_record*>(hd);
+    init.abort_word = nullptr;
     void* d = nullptr;
     s = mnv_cuda(cudaMalloc(&d, sizeof(mnv_error_ctx)), "cudaMalloc");
     if (s == 0) {
@@ -290,6 +293,16 @@ int mnv_error_read(long long host, long long* out) {
     return kind;
 }
 
+int mnv_error_watch(long long ctx, long long abort_word) {
+    if (ctx == 0) {
+        return mnv_fail(MNV_ERR_ARGUMENT, "error_watch: no context");
+    }
+    const uint64_t* word = MNV_PTR(const uint64_t*, abort_word);
+    MNV_CUDA(cudaMemcpy(MNV_PTR(char*, ctx) + offsetof(mnv_error_ctx, abort_word), &word, sizeof(word),
+                        cudaMemcpyHostToDevice));
+    return 0;
+}
+
 int mnv_error_clear(long long ctx, long long host) {
     if (ctx == 0 || host == 0) {
         return mnv_fail(MNV_ERR_ARGUMENT, "error_clear: no context");
@@ -324,6 +337,13 @@ __global__ void __launch_bounds__(1024) mnv_barrier_kernel(uint64_t* bar, uint64
     }
 }
 
+__global__ void mnv_abort_kernel(uint64_t* word, uint64_t value, int n_pes) {
+    for (int p = threadIdx.x; p < n_pes; p += blockDim.x) {
+        nvshmemx_signal_op(word, value, NVSHMEM_SIGNAL_SET, p);
+    }
+    nvshmem_quiet();
+}
+
 static int mnv_launched(const char* kernel) {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
@@ -346,6 +366,17 @@ int mnv_barrier_launch(long long stream, long long bar, long long epoch, int n_p
                                                                n_pes, me, static_cast<uint64_t>(timeout_ns),
                                                                MNV_PTR(mnv_error_ctx*, err_ctx), tag);
     return mnv_launched("mnv_barrier_kernel");
+}
+
+int mnv_abort_launch(long long stream, long long word, long long value, int n_pes) {
+    MNV_REQUIRE_INIT("abort");
+    if (n_pes != nvshmem_n_pes() || word == 0 || value == 0) {
+        return mnv_fail(MNV_ERR_ARGUMENT, "abort: n_pes does not match NVSHMEM's, or no word, or a value of 0");
+    }
+    int threads = n_pes < 32 ? 32 : (n_pes > 1024 ? 1024 : ((n_pes + 31) / 32) * 32);
+    mnv_abort_kernel<<<1, threads, 0, MNV_STREAM(stream)>>>(MNV_PTR(uint64_t*, word), static_cast<uint64_t>(value),
+                                                             n_pes);
+    return mnv_launched("mnv_abort_kernel");
 }
 
 int mnv_cumodule_init(long long module) {

@@ -40,6 +40,9 @@ extern "C" {
 // (2 was MNV_ERROR_PUT_COUNT, of the removed put kernel; the other kinds keep their numbers.)
 // The bounded barrier ran out: peer is a PE that did not arrive, tag is the barrier's tag.
 #define MNV_ERROR_BARRIER_TIMEOUT 3
+// A wait (a kernel's or the barrier's) found the context's abort word raised: peer and tag are
+// the wait's, seen is the abort word (its meaning is the caller's: AbortReason on the Java side).
+#define MNV_ERROR_PEER_ABORTED 4
 
 // Slots of the record copied out by mnv_error_read.
 #define MNV_ERROR_SLOTS 8
@@ -123,6 +126,10 @@ int mnv_error_create(long long* ctx, long long* host);
 
 int mnv_error_destroy(long long ctx, long long host);
 
+// Makes every wait given this context also watch the 64-bit word at device address abort_word
+// (0: none): a nonzero word ends the wait as MNV_ERROR_PEER_ABORTED.
+int mnv_error_watch(long long ctx, long long abort_word);
+
 // Copies the record into out[MNV_ERROR_SLOTS]; returns its kind (MNV_ERROR_*).
 int mnv_error_read(long long host, long long* out);
 
@@ -139,6 +146,10 @@ int mnv_error_clear(long long ctx, long long host);
 // Epochs must grow from call to call.
 int mnv_barrier_launch(long long stream, long long bar, long long epoch, int n_pes, int me,
                        long long timeout_ns, long long err_ctx, int tag);
+
+// Sets the symmetric 64-bit word `word` to `value` on every PE (nvshmemx_signal_op, then quiet),
+// one thread per PE, on `stream`: how a rank raises its abort on its peers. Never waits.
+int mnv_abort_launch(long long stream, long long word, long long value, int n_pes);
 
 // Registers a module loaded with the CUDA driver whose code calls NVSHMEM device functions
 // (nvshmemx_cumodule_init), and unregisters it.

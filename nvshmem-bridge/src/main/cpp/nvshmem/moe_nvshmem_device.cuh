@@ -23,10 +23,13 @@ struct mnv_error_record {
 
 // The context the kernels get (device memory): the claim word makes the first failure win
 // without atomics on host memory.
+// abort_word (or null) is the handle's abort word in symmetric memory: every bounded wait watches
+// it besides its own signal (mnv_error_watch).
 struct mnv_error_ctx {
     int claim;
     int pad;
     mnv_error_record* record;  // device view of the host record
+    const uint64_t* abort_word;
 };
 
 __device__ __forceinline__ uint64_t mnv_dev_global_time_ns() {
@@ -70,8 +73,15 @@ __device__ __forceinline__ void mnv_dev_error_record(mnv_error_ctx* ctx, int kin
     __threadfence_system();
 }
 
+// The abort word the context watches, or 0 (none watched, or not raised).
+__device__ __forceinline__ uint64_t mnv_dev_abort_seen(const mnv_error_ctx* ctx) {
+    const uint64_t* word = ctx != nullptr ? ctx->abort_word : nullptr;
+    return word != nullptr ? mnv_dev_load_acquire_sys(word) : 0;
+}
+
 // Waits until *sig >= value, at most timeout_ns of global time. Returns 0 when the value
-// arrived, 1 on timeout (recorded in ctx as `kind`). One thread calls it.
+// arrived, 1 on timeout (recorded in ctx as `kind`) or when the context's abort word is raised
+// (recorded as MNV_ERROR_PEER_ABORTED, the word in `seen`). One thread calls it.
 __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t value, uint64_t timeout_ns,
                                             mnv_error_ctx* ctx, int kind, int rank, int peer, int tag) {
     uint64_t seen = mnv_dev_load_acquire_sys(sig);
@@ -86,6 +96,12 @@ __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t val
             return 0;
         }
         const uint64_t waited = mnv_dev_global_time_ns() - start;
+        const uint64_t aborted = mnv_dev_abort_seen(ctx);
+        if (aborted != 0) {
+            mnv_dev_error_record(ctx, MNV_ERROR_PEER_ABORTED, rank, peer, tag, (long long)value, (long long)aborted,
+                                 (long long)waited, 0);
+            return 1;
+        }
         if (waited >= timeout_ns) {
             mnv_dev_error_record(ctx, kind, rank, peer, tag, (long long)value, (long long)seen, (long long)waited, 0);
             return 1;

@@ -43,6 +43,25 @@ public interface MoeAllToAll extends AutoCloseable {
         combineRecv(in.weights(), out);
     }
 
+    /**
+     * Fails this handle on purpose and releases its peers at once: raises the handle's abort word
+     * on every rank, so each peer's waiting (or next) call fails within microseconds with a
+     * {@link PeerAbortedException} naming this rank and {@link AbortReason#CALLER}, instead of
+     * waiting out its timeout. The handle has failed afterwards ({@link #isFailed()}); calls
+     * other than {@link #close()} throw {@link IllegalStateException}. Idempotent; never waits
+     * for a peer. {@code reason} goes into this rank's log and its later exceptions.
+     */
+    void abort(String reason);
+
+    /**
+     * Whether a call of this handle failed after its work had started (a wait ran out, a peer
+     * aborted, a bad input found on the device, {@link #abort}): then every call but
+     * {@link #close()} throws {@link IllegalStateException}, and the caller should close it (a
+     * new handle can follow). A call refused for bad input checked on the host leaves the handle
+     * usable: false.
+     */
+    boolean isFailed();
+
     /** Frees the handle's buffers. Collective like every other call. */
     @Override
     void close();

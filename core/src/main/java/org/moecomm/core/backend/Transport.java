@@ -15,6 +15,12 @@ import org.moecomm.kernels.api.Buf;
  * ({@link #registerWaits}), and whether a peer's memory can be stored to directly
  * ({@link #mapped}).
  *
+ * <p><b>Abort.</b> Each transport holds an abort word in symmetric memory (allocated when it is
+ * made, so first on every rank). {@link #raiseAbort} sets it on every rank; every bounded wait
+ * that goes through {@link #waitErrors} (the kernels') and the {@link #barrier} check it as well
+ * as their own signal, and fail at once with a {@link org.moecomm.core.PeerAbortedException}
+ * naming the rank that raised it (docs/protocol.md, "Failure and abort").
+ *
  * <p>Signals are 64-bit words in symmetric memory. The protocol writes {@code round << 32 | count}:
  * rounds only grow, so a wait for {@code >= round << 32} never mistakes an old signal for a new
  * one, and no signal is ever reset.
@@ -50,6 +56,18 @@ public interface Transport extends AutoCloseable {
 
     /** Collective and bounded by the transport's timeout: all ranks arrive before any leaves. */
     void barrier();
+
+    /**
+     * Sets the abort word of every rank (this one too) to {@code word}
+     * ({@link org.moecomm.core.AbortReason#word}) unless this rank's word is set already (the
+     * first abort a rank hears of is the one it passes on). Never waits for a peer, also not
+     * when this rank's own queued work is stuck; a word that cannot be delivered (a dead peer)
+     * is dropped.
+     */
+    void raiseAbort(long word);
+
+    /** This rank's abort word: 0, or the word a rank raised. */
+    long abortWord();
 
     @Override
     void close();

@@ -3,6 +3,8 @@ package org.moecomm.core.cpu;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.moecomm.core.AbortReason;
+import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
@@ -11,13 +13,15 @@ import org.moecomm.kernels.api.KernelRunner;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
 import org.moecomm.kernels.cpu.KernelExecutionException;
 import org.moecomm.kernels.cpu.PeerMemory;
+import org.moecomm.kernels.cpu.PeerWaitAbortedException;
 import org.moecomm.kernels.cpu.PeerWaitTimeoutException;
 
 /**
  * One rank's kernel runner in a {@link CpuCluster}: a {@link CpuKernelRunner} whose kernels reach
  * the other ranks' symmetric memory (the cluster's heap as {@link PeerMemory}), and which reports a
  * kernel's bounded wait that ran out as the {@link WaitTimeoutException} the GPU backend raises,
- * naming the signal registered for the wait's tag ({@link #registerWaits}).
+ * naming the signal registered for the wait's tag ({@link #registerWaits}), and a wait that found
+ * the abort word set as the {@link PeerAbortedException} naming the rank that raised it.
  */
 final class CpuRankRunner implements KernelRunner {
     private final CpuKernelRunner runner;
@@ -64,6 +68,12 @@ final class CpuRankRunner implements KernelRunner {
                         w.expected(), w.seen(), TimeUnit.NANOSECONDS.toMillis(w.waitedNanos()));
                 timeout.initCause(e);
                 throw timeout;
+            }
+            if (e.getCause() instanceof PeerWaitAbortedException a) {
+                PeerAbortedException aborted = new PeerAbortedException(a.rank(), AbortReason.rankOf(a.abortWord()),
+                        AbortReason.of(a.abortWord()), waitName(a.tag()));
+                aborted.initCause(e);
+                throw aborted;
             }
             throw e;
         }

@@ -1,13 +1,17 @@
 package org.moecomm.core.cpu;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.moecomm.core.AbortReason;
 import org.moecomm.core.MoeCommException;
+import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.backend.SymmetricBuffer;
 import org.moecomm.core.backend.Transport;
 import org.moecomm.kernels.api.Buf;
@@ -20,25 +24,55 @@ import org.moecomm.kernels.api.Buf;
  * with a {@link org.moecomm.core.WaitTimeoutException} naming the signal registered here.
  */
 final class CpuTransport implements Transport {
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+
     private final CpuCluster cluster;
     private final int rank;
     private final long timeoutNanos;
     private final CpuRankRunner runner;
     private final List<CpuSymmetricBuffer> owned = new ArrayList<>();
-    /** Kernels' waits take an error context on the GPU; on the JVM a wait that runs out fails the launch. */
-    private final Buf waitErrors = Buf.of(MemorySegment.ofArray(new long[2]));
+    /** This rank's abort word (symmetric, 8 bytes); on the JVM it is also the kernels' error context. */
+    private final CpuSymmetricBuffer abortWord;
     private boolean closed;
 
+    /** Collective (allocates the abort word): every rank makes its transport of a handle in the same order. */
     CpuTransport(CpuCluster cluster, int rank, Duration timeout, CpuRankRunner runner) {
         this.cluster = cluster;
         this.rank = rank;
         this.timeoutNanos = timeout.toNanos();
         this.runner = runner;
+        this.abortWord = (CpuSymmetricBuffer) allocateSymmetric(Long.BYTES);
+    }
+
+    /** The abort word: a kernel's wait on the JVM fails at once when it is set. */
+    @Override
+    public Buf waitErrors() {
+        return abortWord.local();
     }
 
     @Override
-    public Buf waitErrors() {
-        return waitErrors;
+    public void raiseAbort(long word) {
+        if (word == 0) {
+            throw new IllegalArgumentException("an abort word is never 0");
+        }
+        if (abortWord() != 0) {
+            return;
+        }
+        MemorySegment local = abortWord.local().segment();
+        for (int pe = 0; pe < cluster.worldSize(); pe++) {
+            try {
+                WORD.setRelease(cluster.heap().onPeer(rank, local, pe), 0L, word);
+            } catch (IllegalStateException e) {
+                // the heap is gone (the cluster closed): nobody is left to tell
+            }
+        }
+        // ranks waiting in the barrier leave it now and find the word
+        cluster.barrier().reset();
+    }
+
+    @Override
+    public long abortWord() {
+        return (long) WORD.getAcquire(abortWord.local().segment(), 0L);
     }
 
     @Override
@@ -78,15 +112,27 @@ final class CpuTransport implements Transport {
             cluster.barrier().await(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             cluster.barrier().reset();
-            throw new MoeCommException("rank " + rank + ": barrier timed out after "
-                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms: not every rank arrived", e);
+            throw aborted(new MoeCommException("rank " + rank + ": barrier timed out after "
+                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms: not every rank arrived", e));
         } catch (BrokenBarrierException e) {
-            throw new MoeCommException("rank " + rank + ": barrier broken (another rank timed out or was interrupted)",
-                    e);
+            throw aborted(new MoeCommException("rank " + rank + ": barrier broken (another rank timed out, was"
+                    + " interrupted or aborted)", e));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new MoeCommException("rank " + rank + ": interrupted in barrier", e);
         }
+    }
+
+    /** {@code failure}, or the abort that explains it when this rank's abort word is set. */
+    private MoeCommException aborted(MoeCommException failure) {
+        long word = abortWord();
+        if (word == 0) {
+            return failure;
+        }
+        PeerAbortedException e = new PeerAbortedException(rank, AbortReason.rankOf(word), AbortReason.of(word),
+                "barrier");
+        e.initCause(failure);
+        return e;
     }
 
     /** Releases this rank's share of every symmetric buffer allocated here; idempotent, never waits. */

@@ -9,7 +9,9 @@ import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.bridge.cuda.DeviceBuffer;
 import org.moecomm.bridge.nvshmem.DeviceError;
 import org.moecomm.bridge.nvshmem.ErrorBuffer;
+import org.moecomm.core.AbortReason;
 import org.moecomm.core.MoeCommException;
+import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.kernels.api.Buf;
 
@@ -24,7 +26,7 @@ import org.moecomm.kernels.api.Buf;
  */
 final class GpuExecution implements AutoCloseable {
     private static final int NAME_SLOTS = 1 << 16;
-    private static final long ERROR_CONTEXT_BYTES = 16;
+    private static final long ERROR_CONTEXT_BYTES = 24;
 
     private final CudaContext context;
     private final CudaStream stream;
@@ -70,7 +72,7 @@ final class GpuExecution implements AutoCloseable {
         return rank;
     }
 
-    /** The device error context as a kernel argument (the {@code mnv_error_ctx} of the bridge: 16 bytes). */
+    /** The device error context as a kernel argument (the {@code mnv_error_ctx} of the bridge: 24 bytes). */
     Buf errorContext() {
         return DeviceBuffer.wrapBuf(errors.context(), ERROR_CONTEXT_BYTES);
     }
@@ -146,6 +148,19 @@ final class GpuExecution implements AutoCloseable {
         return failure().isPresent();
     }
 
+    /** This rank raised an abort: its backend skips the collective teardown, as after a recorded failure. */
+    void noteAbortRaised() {
+        if (onFailure != null) {
+            onFailure.run();
+        }
+    }
+
+    /** The abort word a wait of this execution found raised (0: none seen). */
+    long abortWordSeen() {
+        failed(); // polls
+        return failure != null && failure.kind() == DeviceError.Kind.PEER_ABORTED ? failure.seen() : 0;
+    }
+
     /**
      * Forgets a recorded failure after the stream drained: for a job whose ranks all saw the
      * failure and agree to go on (tests of the error paths). Returns whether there was one.
@@ -184,6 +199,8 @@ final class GpuExecution implements AutoCloseable {
             case WAIT_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name, e.expected(), e.seen(), waitedMs);
             case BARRIER_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name + " (PE " + e.peer()
                     + " did not arrive)", e.expected(), e.seen(), waitedMs);
+            case PEER_ABORTED -> new PeerAbortedException(e.rank(), AbortReason.rankOf(e.seen()),
+                    AbortReason.of(e.seen()), name);
             case UNKNOWN -> new MoeCommException("rank " + e.rank() + ": the NVSHMEM bridge recorded an unknown failure"
                     + " (" + e + ")");
         };

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
+import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.bridge.nvshmem.Nvshmem;
 import org.moecomm.bridge.nvshmem.NvshmemException;
 import org.moecomm.core.MoeCommException;
@@ -39,6 +40,11 @@ public final class GpuTransport implements Transport {
     private final int worldSize;
     private final List<GpuSymmetricBuffer> owned = new ArrayList<>();
     private final GpuSymmetricBuffer barrierWords;
+    private final GpuSymmetricBuffer abortWord;
+    /** The word this rank raised (0: none); then no collective call is made again. */
+    private long raised;
+    /** Where the abort is enqueued: not the handle's stream, which may be stuck in a wait. */
+    private CudaStream abortStream;
     private long barrierEpoch;
     private boolean closed;
 
@@ -53,6 +59,36 @@ public final class GpuTransport implements Transport {
                     + exec.rank());
         }
         this.barrierWords = (GpuSymmetricBuffer) allocateSymmetric(8L * worldSize);
+        this.abortWord = (GpuSymmetricBuffer) allocateSymmetric(Long.BYTES);
+        exec.errors().watchAbortWord(abortWord.address());
+    }
+
+    /**
+     * Sets the abort word of every PE ({@code nvshmemx_signal_op}, on a stream of its own) and
+     * returns without waiting for it: the handle's stream may be stuck in a wait that this very
+     * word ends. Skipped when this rank raised one already or saw one raised.
+     */
+    @Override
+    public synchronized void raiseAbort(long word) {
+        if (word == 0) {
+            throw new IllegalArgumentException("an abort word is never 0");
+        }
+        if (closed || abortWord() != 0) {
+            return;
+        }
+        raised = word;
+        exec.noteAbortRaised();
+        exec.context().bind();
+        if (abortStream == null) {
+            abortStream = exec.context().createStream();
+        }
+        call(() -> Nvshmem.raiseAbort(abortStream.handle(), abortWord.address(), word, worldSize), "abort");
+    }
+
+    /** The word this rank raised, else the one a wait of its own found raised, else 0. */
+    @Override
+    public synchronized long abortWord() {
+        return raised != 0 ? raised : exec.abortWordSeen();
     }
 
     @Override
@@ -155,8 +191,9 @@ public final class GpuTransport implements Transport {
 
     /**
      * Frees the symmetric buffers (collective {@code nvshmem_free}, in reverse order of allocation)
-     * after the stream drained. After a recorded failure, frees nothing (a collective call could
-     * wait forever for a dead peer); NVSHMEM releases the heap at finalisation.
+     * after the stream drained. After a recorded failure or an abort this rank raised, frees
+     * nothing (a collective call could wait forever for a dead or aborted peer); NVSHMEM releases
+     * the heap at finalisation.
      */
     @Override
     public synchronized void close() {
@@ -167,11 +204,26 @@ public final class GpuTransport implements Transport {
         boolean failed;
         try {
             exec.synchronize();
-            failed = false;
+            failed = raised != 0;
         } catch (RuntimeException e) {
             failed = true;
             LOG.warn("rank {}: closing a failed transport: {} symmetric buffers are left to nvshmem_finalize ({})",
                     rank, owned.size(), e.getMessage());
+        }
+        if (raised != 0) {
+            // the peers skip the collective free too (they saw the word): freeing alone would hang
+            LOG.warn("rank {}: closing an aborted transport: {} symmetric buffers are left to nvshmem_finalize",
+                    rank, owned.size());
+        }
+        if (abortStream != null) {
+            CudaStream s = abortStream;
+            abortStream = null;
+            try {
+                s.synchronize(); // the abort kernel only signals: it never waits
+                s.close();
+            } catch (RuntimeException e) {
+                LOG.warn("rank {}: the abort stream did not close cleanly: {}", rank, e.getMessage());
+            }
         }
         if (!failed) {
             for (int i = owned.size() - 1; i >= 0; i--) {

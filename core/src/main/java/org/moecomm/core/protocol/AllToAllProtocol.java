@@ -5,14 +5,18 @@ import java.util.List;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
+import org.moecomm.core.AbortReason;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
 import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeCommException;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.PeerWrites;
 import org.moecomm.core.Tensor;
 import org.moecomm.core.TokenCount;
+import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.core.backend.SymmetricBuffer;
 import org.moecomm.core.backend.Transport;
 import org.moecomm.kernels.api.Buf;
@@ -94,6 +98,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Grid combineRecvGrid;
 
     private Phase phase = Phase.IDLE;
+    /** What failed the handle (phase FAILED), for the later calls' exceptions. */
+    private RuntimeException failure;
     private long round;
     /**
      * Of the current round: the rows the token tensors must have (m, or M when m stays on the
@@ -399,20 +405,61 @@ public final class AllToAllProtocol implements MoeAllToAll {
         }
     }
 
+    @Override
+    public void abort(String reason) {
+        if (phase == Phase.CLOSED || phase == Phase.FAILED) {
+            return;
+        }
+        LOG.warn("rank {}: aborting the handle in round {}: {}", rank, round, reason);
+        fail(new MoeCommException("rank " + rank + ": aborted by its caller: " + reason), AbortReason.CALLER);
+    }
+
+    @Override
+    public boolean isFailed() {
+        return phase == Phase.FAILED;
+    }
+
     // ---- helpers ----
 
     private void expect(Phase required) {
         raiseDeviceInputError();
         if (phase != required) {
             String call = required.expectedCall();
-            String msg = switch (phase) {
-                case CLOSED -> "rank " + rank + ": " + call + " on a closed handle";
-                case FAILED -> "rank " + rank + ": " + call + " on a handle whose earlier call failed; close it";
-                default -> "rank " + rank + ": " + call + " called out of order: the handle expects "
-                        + phase.expectedCall() + " next (order: dispatchSend, dispatchRecv, combineSend, combineRecv)";
-            };
+            if (phase == Phase.FAILED) {
+                throw new IllegalStateException("rank " + rank + ": " + call + " on a handle that has failed ("
+                        + failure.getMessage() + "); close it", failure);
+            }
+            String msg = phase == Phase.CLOSED ? "rank " + rank + ": " + call + " on a closed handle"
+                    : "rank " + rank + ": " + call + " called out of order: the handle expects " + phase.expectedCall()
+                            + " next (order: dispatchSend, dispatchRecv, combineSend, combineRecv)";
             throw new IllegalStateException(msg);
         }
+    }
+
+    /**
+     * The handle has failed with {@code cause}: later calls throw, and unless {@code reason} is
+     * null (the cause is a peer's abort, already known to every rank) the peers hear of it
+     * through the abort word at once instead of waiting out their timeouts.
+     */
+    private void fail(RuntimeException cause, AbortReason reason) {
+        phase = Phase.FAILED;
+        failure = cause;
+        if (reason != null) {
+            try {
+                transport.raiseAbort(reason.word(rank));
+            } catch (RuntimeException e) {
+                cause.addSuppressed(e);
+            }
+        }
+    }
+
+    /** Why a failure of a call whose work had started is passed on to the peers, or null when it need not be. */
+    private static AbortReason abortReason(Throwable failure) {
+        return switch (failure) {
+            case PeerAbortedException e -> null;
+            case WaitTimeoutException e -> AbortReason.WAIT_TIMEOUT;
+            default -> AbortReason.CALL_FAILED;
+        };
     }
 
     /**
@@ -420,7 +467,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * memory), once the work that found it has finished; the handle is failed from then on.
      */
     private void raiseDeviceInputError() {
-        if (inputReport == null || inputReport.getInt(MoeKernels.REPORT_FLAG) == 0 || phase == Phase.CLOSED) {
+        if (inputReport == null || phase == Phase.CLOSED || phase == Phase.FAILED
+                || inputReport.getInt(MoeKernels.REPORT_FLAG) == 0) {
             return;
         }
         phase = Phase.FAILED;
@@ -429,20 +477,28 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int value = inputReport.getInt(MoeKernels.REPORT_VALUE);
         int token = inputReport.getInt(MoeKernels.REPORT_TOKEN);
         int slot = inputReport.getInt(MoeKernels.REPORT_SLOT);
-        throw switch (inputReport.getInt(MoeKernels.REPORT_KIND)) {
+        RuntimeException bad = switch (inputReport.getInt(MoeKernels.REPORT_KIND)) {
             case MoeKernels.REPORT_BAD_COUNT -> validator.badCount(value, when);
             case MoeKernels.REPORT_REPEATED_ID -> validator.repeatedExpertId(value, token, slot, when);
             default -> validator.badExpertId(value, token, slot, when);
         };
+        fail(bad, AbortReason.INPUT_ERROR);
+        throw bad;
     }
 
-    /** Runs a step's work; success advances the phase, any failure leaves the handle FAILED. */
+    /**
+     * Runs a step's work; success advances the phase, any failure leaves the handle FAILED and
+     * raises the abort word on the peers (unless the failure is a peer's abort).
+     */
     private void work(Runnable step) {
         Phase from = phase;
         try {
             step.run();
-        } catch (RuntimeException | Error e) {
-            phase = Phase.FAILED;
+        } catch (RuntimeException e) {
+            fail(e, abortReason(e));
+            throw e;
+        } catch (Error e) {
+            fail(new MoeCommException("rank " + rank + ": " + e, e), AbortReason.CALL_FAILED);
             throw e;
         }
         phase = from.next();

@@ -1,5 +1,6 @@
 package org.moecomm.core.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -145,7 +146,13 @@ class ValidationTest {
             c.h().dispatchSend(c.in());
             String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
             assertTrue(msg.contains("expert id 8 of token 3, slot 0") && msg.contains("found on the device"), msg);
-            assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            // the handle has failed: every later call says so, with the report as its cause
+            assertTrue(c.h().isFailed());
+            IllegalStateException later = assertThrows(IllegalStateException.class,
+                    () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            assertTrue(later.getMessage().contains("has failed") && later.getMessage().contains("expert id 8"),
+                    later.getMessage());
+            assertInstanceOf(IllegalArgumentException.class, later.getCause());
             return null;
         });
     }

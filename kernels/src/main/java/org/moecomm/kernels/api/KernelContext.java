@@ -109,8 +109,14 @@ public interface KernelContext {
      * false; it also returns false at once when {@code errors} already holds a failure, so a failed
      * round does not wait its bound again. The host raises the record as an exception. On the JVM
      * a wait that runs out fails the launch with the same facts (a
-     * {@code org.moecomm.kernels.cpu.PeerWaitTimeoutException}; {@code errors} is not used there).
-     * {@code rank}, {@code peer} and {@code tag} only describe the wait.
+     * {@code org.moecomm.kernels.cpu.PeerWaitTimeoutException}).
+     *
+     * <p>{@code errors} also carries the abort word the wait watches besides its signal: on the
+     * GPU the error context points at it ({@code mnv_error_watch}), and a set word is recorded as
+     * a failure of kind "peer aborted" and the wait returns false; on the JVM {@code errors} is the
+     * word itself (8 bytes; an empty buffer watches nothing), and a set word fails the launch with
+     * a {@code org.moecomm.kernels.cpu.PeerWaitAbortedException}. {@code rank}, {@code peer} and
+     * {@code tag} only describe the wait.
      */
     boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag);
 

@@ -151,12 +151,18 @@ final class CpuKernelContext implements KernelContext {
         if ((long) SEGMENT_LONG.getAcquire(word, 0L) >= value) {
             return true;
         }
+        // On the JVM the error context is the abort word (8 bytes), or empty: nothing to watch.
+        MemorySegment abort = errors.byteSize() >= Long.BYTES ? errors.segment() : null;
         block.beforeWait(thread);
         long start = System.nanoTime();
         for (int polls = 0; ; polls++) {
             long seen = (long) SEGMENT_LONG.getAcquire(word, 0L);
             if (seen >= value) {
                 return true;
+            }
+            long aborted = abort != null ? (long) SEGMENT_LONG.getAcquire(abort, 0L) : 0L;
+            if (aborted != 0) {
+                throw new PeerWaitAbortedException(rank, peer, tag, aborted);
             }
             long waited = System.nanoTime() - start;
             if (waited >= timeoutNanos) {

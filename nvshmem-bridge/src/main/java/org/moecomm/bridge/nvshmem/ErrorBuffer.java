@@ -56,6 +56,16 @@ public final class ErrorBuffer implements AutoCloseable {
         return kind == NvshmemNative.ERROR_NONE ? Optional.empty() : Optional.of(DeviceError.fromSlots(slots));
     }
 
+    /**
+     * Makes every wait given this context also watch the uint64 at device address
+     * {@code abortWord} (0: none): a nonzero word ends the wait, recorded as
+     * {@link DeviceError.Kind#PEER_ABORTED}.
+     */
+    public void watchAbortWord(long abortWord) {
+        ensureOpen();
+        Nvshmem.check(NvshmemNative.errorWatch(context, abortWord), "mnv_error_watch");
+    }
+
     /** Forgets the recorded failure (waits for the whole device first). For tests and recovery. */
     public void clear() {
         ensureOpen();

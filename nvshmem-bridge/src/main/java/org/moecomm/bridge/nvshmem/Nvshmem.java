@@ -296,6 +296,15 @@ public final class Nvshmem {
                 "barrier launch");
     }
 
+    /**
+     * Enqueues, on {@code stream}, the setting of the symmetric uint64 {@code word} to
+     * {@code value} (not 0) on every PE: how a PE raises its abort word on its peers.
+     */
+    public static void raiseAbort(long stream, long word, long value, int nPes) {
+        requireLoaded();
+        check(NvshmemNative.abortLaunch(stream, word, value, nPes), "abort launch");
+    }
+
     /** Registers a driver-loaded module whose device code calls NVSHMEM ({@code nvshmemx_cumodule_init}). */
     public static void registerModule(long module) {
         requireInitialized("nvshmemx_cumodule_init");

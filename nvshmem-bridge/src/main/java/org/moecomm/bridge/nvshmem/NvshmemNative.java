@@ -30,6 +30,7 @@ final class NvshmemNative {
     static final int ERROR_WAIT_TIMEOUT = 1;
     // 2 was ERROR_PUT_COUNT (the bridge's put kernel, removed); the numbers of the others are kept
     static final int ERROR_BARRIER_TIMEOUT = 3;
+    static final int ERROR_PEER_ABORTED = 4;
     static final int ERROR_SLOTS = 8;
 
     private NvshmemNative() {
@@ -89,9 +90,13 @@ final class NvshmemNative {
 
     @Name("mnv_error_clear") static native int errorClear(long ctx, long host);
 
+    @Name("mnv_error_watch") static native int errorWatch(long ctx, long abortWord);
+
     // ---- launches ----
     @Name("mnv_barrier_launch") static native int barrierLaunch(long stream, long bar, long epoch, int nPes, int me,
             long timeoutNs, long errCtx, int tag);
+
+    @Name("mnv_abort_launch") static native int abortLaunch(long stream, long word, long value, int nPes);
 
     @Name("mnv_cumodule_init") static native int cumoduleInit(long module);
 

@@ -9,25 +9,25 @@ public final class PeerAbortedException extends MoeCommException {
     private final int rank;
     private final int abortedBy;
     private final AbortReason reason;
-    private final String signal;
+    private final String seenIn;
 
     /**
      * @param rank      the rank that saw the abort
      * @param abortedBy the rank that raised it
      * @param reason    why it raised it
-     * @param signal    what the wait that saw it was waiting for ("barrier", a signal's name, ...)
+     * @param seenIn    where this rank saw it: "the wait for dispatch[2]", "the barrier", a call's name
      */
-    public PeerAbortedException(int rank, int abortedBy, AbortReason reason, String signal) {
-        super("rank " + rank + ": rank " + abortedBy + " aborted (" + reason.description() + ") while rank " + rank
-                + " waited for " + signal + "; the handle has failed: close it");
+    public PeerAbortedException(int rank, int abortedBy, AbortReason reason, String seenIn) {
+        super("rank " + rank + ": rank " + abortedBy + " aborted (" + reason.description() + "), seen in " + seenIn
+                + "; the handle has failed: close it");
         this.rank = rank;
         this.abortedBy = abortedBy;
         this.reason = reason;
-        this.signal = signal;
+        this.seenIn = seenIn;
     }
 
     public int rank() { return rank; }
     public int abortedBy() { return abortedBy; }
     public AbortReason reason() { return reason; }
-    public String signal() { return signal; }
+    public String seenIn() { return seenIn; }
 }

@@ -71,7 +71,7 @@ final class CpuRankRunner implements KernelRunner {
             }
             if (e.getCause() instanceof PeerWaitAbortedException a) {
                 PeerAbortedException aborted = new PeerAbortedException(a.rank(), AbortReason.rankOf(a.abortWord()),
-                        AbortReason.of(a.abortWord()), waitName(a.tag()));
+                        AbortReason.of(a.abortWord()), "the wait for " + waitName(a.tag()));
                 aborted.initCause(e);
                 throw aborted;
             }

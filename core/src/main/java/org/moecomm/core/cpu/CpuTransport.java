@@ -130,7 +130,7 @@ final class CpuTransport implements Transport {
             return failure;
         }
         PeerAbortedException e = new PeerAbortedException(rank, AbortReason.rankOf(word), AbortReason.of(word),
-                "barrier");
+                "the barrier");
         e.initCause(failure);
         return e;
     }

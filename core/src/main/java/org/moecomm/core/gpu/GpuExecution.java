@@ -200,7 +200,7 @@ final class GpuExecution implements AutoCloseable {
             case BARRIER_TIMEOUT -> new WaitTimeoutException(e.rank(), e.peer(), name + " (PE " + e.peer()
                     + " did not arrive)", e.expected(), e.seen(), waitedMs);
             case PEER_ABORTED -> new PeerAbortedException(e.rank(), AbortReason.rankOf(e.seen()),
-                    AbortReason.of(e.seen()), name);
+                    AbortReason.of(e.seen()), "the wait for " + name);
             case UNKNOWN -> new MoeCommException("rank " + e.rank() + ": the NVSHMEM bridge recorded an unknown failure"
                     + " (" + e + ")");
         };

@@ -157,6 +157,10 @@ public final class GpuTransport implements Transport {
      */
     public void barrierOnStream() {
         ensureOpen();
+        enqueueBarrier();
+    }
+
+    private void enqueueBarrier() {
         exec.enter();
         long epoch = ++barrierEpoch;
         int tag = exec.register("barrier #" + epoch);
@@ -191,7 +195,7 @@ public final class GpuTransport implements Transport {
 
     /**
      * Frees the symmetric buffers (collective {@code nvshmem_free}, in reverse order of allocation)
-     * after the stream drained. After a recorded failure or an abort this rank raised, frees
+     * after the stream drained and a bounded barrier (which an abort also ends). After a recorded failure or an abort this rank raised, frees
      * nothing (a collective call could wait forever for a dead or aborted peer); NVSHMEM releases
      * the heap at finalisation.
      */
@@ -205,6 +209,12 @@ public final class GpuTransport implements Transport {
         try {
             exec.synchronize();
             failed = raised != 0;
+            if (!failed) {
+                // bounded, and it watches the abort word: a peer that aborted or died makes every
+                // rank skip the collective free below instead of waiting in it forever
+                enqueueBarrier();
+                exec.synchronize();
+            }
         } catch (RuntimeException e) {
             failed = true;
             LOG.warn("rank {}: closing a failed transport: {} symmetric buffers are left to nvshmem_finalize ({})",

@@ -416,13 +416,27 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     @Override
     public boolean isFailed() {
+        if (phase != Phase.CLOSED && phase != Phase.FAILED && transport.abortWord() != 0) {
+            fail(peerAbort("isFailed"), null);
+        }
         return phase == Phase.FAILED;
+    }
+
+    /** A peer's abort this rank heard of between waits, seen in {@code where}. */
+    private PeerAbortedException peerAbort(String where) {
+        long word = transport.abortWord();
+        return new PeerAbortedException(rank, AbortReason.rankOf(word), AbortReason.of(word), where);
     }
 
     // ---- helpers ----
 
     private void expect(Phase required) {
         raiseDeviceInputError();
+        if (phase != Phase.CLOSED && phase != Phase.FAILED && transport.abortWord() != 0) {
+            PeerAbortedException e = peerAbort(required.expectedCall());
+            fail(e, null);
+            throw e;
+        }
         if (phase != required) {
             String call = required.expectedCall();
             if (phase == Phase.FAILED) {

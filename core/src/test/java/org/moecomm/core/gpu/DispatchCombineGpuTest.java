@@ -100,6 +100,17 @@ class DispatchCombineGpuTest {
     }
 
     @Test
+    void anAbortReleasesEveryPeerAtOnceAndEveryRankCloses() {
+        GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
+        LocalLauncher.Result r = GpuTestSupport.launcher(4, AbortMain.class, out, Duration.ofMinutes(2)).build().run();
+        assertArrayEquals(new int[4], r.exitCodes(), out.text());
+        for (int rank = 0; rank < 4; rank++) {
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK abort ok rank " + rank),
+                    "rank " + rank + " did not report the abort");
+        }
+    }
+
+    @Test
     void aPeerThatNeverDispatchesGivesTheOthersATimeoutNamingIt() {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(4, DispatchTimeoutMain.class, out, Duration.ofMinutes(3))

@@ -2,7 +2,9 @@ package org.moecomm.core.gpu;
 
 import java.lang.foreign.Arena;
 import java.time.Duration;
+import org.moecomm.core.AbortReason;
 import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.WaitTimeoutException;
 import org.moecomm.core.check.RankBuffers;
@@ -40,6 +42,7 @@ public final class DispatchTimeoutMain {
                 }
                 long t0 = System.nanoTime();
                 WaitTimeoutException seen = null;
+                PeerAbortedException released = null;
                 try {
                     h.dispatch(in, buffers.dispatchOutput());
                     // The device-side wait reports at the next call that synchronises: read an output.
@@ -53,13 +56,26 @@ public final class DispatchTimeoutMain {
                             seen = w;
                             break;
                         }
+                        if (c instanceof PeerAbortedException a) {
+                            released = a;
+                            break;
+                        }
                     }
-                    if (seen == null) {
+                    if (seen == null && released == null) {
                         throw e;
                     }
                 }
                 long ms = (System.nanoTime() - t0) / 1_000_000;
-                if (seen == null) {
+                if (released != null) {
+                    // a rank that timed out first raised the abort word, which ended this wait early
+                    boolean ok = released.reason() == AbortReason.WAIT_TIMEOUT && released.abortedBy() != silent
+                            && released.abortedBy() != rank && ms <= boundMs + slackMs;
+                    System.out.println("CHECK timeout " + (ok ? "ok" : "FAILED") + " rank " + rank + " after " + ms
+                            + " ms: " + released.getMessage());
+                    if (!ok) {
+                        System.exit(1);
+                    }
+                } else if (seen == null) {
                     System.out.println("CHECK timeout FAILED rank " + rank + ": no WaitTimeoutException");
                     System.exit(1);
                 } else if (seen.peer() != silent || ms > boundMs + slackMs) {

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.List;
+import org.moecomm.core.protocol.BufferLayout;
 
 /**
  * The per-phase results as JSON lines, one line per configuration (preset x tokens x launch mode)
@@ -20,7 +21,8 @@ import java.util.List;
  * logical rates {@code dispatchGBps, combineGBps} (logical bytes over the whole operation's median),
  * rank 0's own {@code rank0DispatchMedianUs, rank0DispatchP90Us, rank0CombineMedianUs,
  * rank0CombineP90Us} (what pplx-kernels' benchmark reports) and {@code start}, how the ranks were
- * brought together before each half ({@link RoundStart}: "host" unless asked).
+ * brought together before each half ({@link RoundStart}: "host" unless asked), and the memory a
+ * handle of the configuration holds per rank ({@code symmetricBytesPerRank, localBytesPerRank}).
  * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
  * none and are plain ({@link #launch(JsonNode)}).
  */
@@ -75,6 +77,9 @@ final class PhaseJson {
             number(o, "rank0" + capitalized(Phases.KEYS.get(p)) + "MedianUs", t.medianMicros());
             number(o, "rank0" + capitalized(Phases.KEYS.get(p)) + "P90Us", t.p90Micros());
         }
+        BufferLayout layout = new BufferLayout(s.config());
+        o.put("symmetricBytesPerRank", layout.symmetricBytes());
+        o.put("localBytesPerRank", layout.localBytes());
         TrafficModel tr = m.traffic();
         o.put("pairs", tr.pairs());
         o.put("dispatchRows", tr.dispatchRows());

@@ -210,6 +210,8 @@ class PhaseResultsTest {
         assertEquals(75.0, j.get("rank0DispatchP90Us").asDouble(), 1e-9);
         assertEquals(60.0, j.get("rank0CombineMedianUs").asDouble(), 1e-9);
         assertEquals("host", j.get("start").asText());
+        assertEquals(new BufferLayout(s.config()).symmetricBytes(), j.get("symmetricBytesPerRank").asLong());
+        assertTrue(j.get("localBytesPerRank").asLong() > 0);
     }
 
     @Test

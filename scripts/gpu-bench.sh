@@ -93,8 +93,21 @@ kernel_rc=$rc
 #   LAUNCH_BENCH_ARGS         more options, passed to JMH (e.g. "-i 10")
 #   LAUNCH_BENCH_TIMEOUT_S    limit (default 180 s)
 # Its exit status (0; 1 a benchmark failed; 3 no GPU) counts when the kernel benchmark passed.
+# Before it, the driver's own floor: benchmarks/src/main/cuda/launch_floor.cu (cuLaunchKernel and
+# cuStreamQuery from C++, no JVM), built here with nvcc, its JSON line written to
+# <results-dir>/launch-floor.json and printed (skipped with a note when nvcc is missing).
 # ======================================================================================
 launch_rc=0
+if [ "${LAUNCH_BENCH:-1}" != 0 ]; then
+  if command -v nvcc >/dev/null 2>&1 && floor_dir=$(mktemp -d) \
+      && nvcc -O2 -o "$floor_dir/launch_floor" "$root/benchmarks/src/main/cuda/launch_floor.cu" -lcuda; then
+    echo "== launch floor (C++, driver only): $("$floor_dir/launch_floor" | tee "$results/launch-floor.json")"
+    [ -n "${OUT:-}" ] && [ -d "$OUT" ] && cp "$results/launch-floor.json" "$OUT"/ 2>/dev/null
+    rm -rf "$floor_dir"
+  else
+    echo "== launch floor: not measured (no nvcc, or it failed)"
+  fi
+fi
 if [ "${LAUNCH_BENCH:-1}" = 0 ]; then
   echo "== launch-cost benchmark: skipped (LAUNCH_BENCH=0)"
 else

@@ -161,9 +161,12 @@ public interface KernelContext {
 
     /**
      * Orders this thread's memory accesses before it (stores into peers' memory through
-     * {@link #peerBuf} included) before its later ones, for every observer in the system: other
-     * GPUs, other processes ({@code fence.sc.sys}; on the JVM a full fence). The
-     * {@link #globalFence()} of stores that other ranks read directly.
+     * {@link #peerBuf} included, and what it observed of its block's through a
+     * {@link #localBarrier()} before it) before its later ones, for every observer in the system:
+     * other GPUs, other processes. A release-acquire fence ({@code fence.acq_rel.sys}; on the JVM
+     * a full fence): what message passing needs (data, fence, flag; flag seen, fence, data), the
+     * only pattern the protocol uses; it is not sequentially consistent ({@code fence.sc} also
+     * orders a store before a later load of another location, which no kernel here relies on).
      */
     void systemFence();
 }

@@ -212,7 +212,7 @@ final class Intrinsics {
         def(CTX, "putWarpNbi", "(" + B + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.PUT_NBI_WARP,
                 List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4)), true, true));
         def(CTX, "quiet", "()V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.QUIET, List.of()));
-        def(CTX, "systemFence", "()V", c -> c.f().op("fence.sc.sys"));
+        def(CTX, "systemFence", "()V", c -> c.f().op("fence.acq_rel.sys"));
 
         // ---- Buf accessors: element index in units of the type's width ----
         load("getByte", "(J)B", "s8", 0);

@@ -18,7 +18,7 @@ import org.moecomm.kernels.comm.PeerAccessKernels;
 /**
  * {@code peerBuf}, {@code putBlockNbi}, {@code putWarpNbi}, {@code quiet} and {@code systemFence}
  * compile to calls of the bridge's device functions ({@code mnvd_ptr}, {@code mnvd_put_nbi_block},
- * {@code mnvd_put_nbi_warp}, {@code mnvd_quiet}) and an inline {@code fence.sc.sys}, and ptxas
+ * {@code mnvd_put_nbi_warp}, {@code mnvd_quiet}) and an inline {@code fence.acq_rel.sys}, and ptxas
  * accepts the relocatable modules.
  */
 class PeerAccessCallsTest {
@@ -49,16 +49,16 @@ class PeerAccessCallsTest {
         assertTrue(ptx.contains("call mnvd_put_nbi_block, ("), ptx);
         assertTrue(ptx.contains("call mnvd_put_nbi_warp, ("), ptx);
         assertTrue(ptx.contains("call mnvd_quiet, ("), ptx);
-        assertTrue(ptx.contains("fence.sc.sys"), ptx);
+        assertTrue(ptx.contains("fence.acq_rel.sys"), ptx);
         // the pointer goes in generic, comes back global, and the store uses the global one
         Matcher back = Pattern.compile("ld\\.param\\.b64 (%\\w+), \\[callr\\];\\s*\\}\\s*cvta\\.to\\.global\\.u64 (%\\w+), \\1;")
                 .matcher(ptx);
         assertTrue(back.find(), "mnvd_ptr's result is not turned into a global address:\n" + ptx);
         assertTrue(ptx.contains("cvta.global.u64"), ptx);
         assertTrue(Pattern.compile("st\\.global\\.u64 \\[").matcher(ptx).find(), ptx);
-        // fence.sc.sys comes after the store through peerBuf and before the barrier
+        // fence.acq_rel.sys comes after the store through peerBuf and before the barrier
         int store = ptx.indexOf("st.global.u64");
-        int fence = ptx.indexOf("fence.sc.sys");
+        int fence = ptx.indexOf("fence.acq_rel.sys");
         int barrier = ptx.indexOf("bar.sync 0");
         assertTrue(store < fence && fence < barrier, ptx);
         Ptxas.Result r = Ptxas.assemble(ptx, "sm_90a", tmp, k.entryName());

@@ -1,6 +1,7 @@
 package org.moecomm.bench;
 
 import java.util.List;
+import org.moecomm.core.Preset;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -10,12 +11,13 @@ import picocli.CommandLine.Option;
  * checked against the reference on the first and last round, with per-phase times and the
  * bytes moved.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true,
+@Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Run dispatch + combine across W ranks, check against the reference, print per-phase times.")
 final class DemoCommand extends RunCommand {
-    @Option(names = "--preset", defaultValue = "deepseek-v3",
-            description = "Workload: deepseek-v3, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b (default: ${DEFAULT-VALUE}).")
-    String preset;
+    @Option(names = "--preset", defaultValue = "deepseek-v3", converter = PresetOption.Converter.class,
+            completionCandidates = PresetOption.Names.class,
+            description = "Workload: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    Preset preset;
 
     @Option(names = "--tokens", defaultValue = "128", description = "Tokens per rank, M (default: ${DEFAULT-VALUE}).")
     int tokens;
@@ -33,7 +35,7 @@ final class DemoCommand extends RunCommand {
 
     @Override
     List<RunSpec> specs(BackendChoice.Backend backend) {
-        return List.of(new RunSpec(preset, tokens, world, group, skewed, seed, LaunchMode.PLAIN));
+        return List.of(new RunSpec(preset.label(), tokens, world, group, skewed, seed, LaunchMode.PLAIN));
     }
 
     @Override

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,7 +34,9 @@ class CommandsCpuTest {
         cmd.out = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
         cmd.err = new PrintStream(errBytes, true, StandardCharsets.UTF_8);
         cmd.gpuProbe = () -> new GpuBackend.Availability(false, "CUDA: no CUDA driver (test)");
-        return new CommandLine(cmd).execute(args);
+        CommandLine cl = Main.commandLine(cmd);
+        cl.setErr(new PrintWriter(cmd.err, true));
+        return cl.execute(args);
     }
 
     private String out() {
@@ -149,9 +152,31 @@ class CommandsCpuTest {
     }
 
     @Test
+    void versionIsPrinted() {
+        java.io.StringWriter w = new java.io.StringWriter();
+        CommandLine cl = Main.commandLine(new Main());
+        cl.setOut(new PrintWriter(w, true));
+        assertEquals(0, cl.execute("-V"));
+        assertTrue(w.toString().startsWith("moecomm " + VersionProvider.version() + "\n"), w.toString());
+        assertFalse(VersionProvider.version().startsWith("unknown"), VersionProvider.version());
+        assertTrue(cl.getSubcommands().get("demo").getCommandSpec().optionsMap().get("--preset").completionCandidates()
+                .iterator().hasNext());
+    }
+
+    @Test
     void badOptionsAreRefusedBeforeRunning() {
         assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--preset", "nope"));
-        assertTrue(err().contains("unknown preset 'nope'"), err());
+        assertEquals("demo: Invalid value for option '--preset': 'nope' is not a preset (deepseek-v3, deepseek-v2-lite,"
+                + " qwen3-30b-a3b, mixtral-8x7b) (--help lists the options)", err().strip());
+        errBytes.reset();
+        // configurations the handle refuses: one line, status 2, nothing run
+        assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--world", "3"));
+        assertEquals("moecomm demo: deepseek-v3 at 128 tokens per rank on W=3 G=1: numExperts 256 is not divisible by"
+                + " worldSize 3", err().strip());
+        errBytes.reset();
+        assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--tokens", "100000000"));
+        assertTrue(err().strip().lines().count() == 1 && err().contains("is too large for this world"), err());
+        assertFalse(out().contains("backend="), out());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--world", "4", "--group", "3"));
         assertTrue(err().contains("group size 3 must divide the world size 4"), err());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--rounds", "0"));

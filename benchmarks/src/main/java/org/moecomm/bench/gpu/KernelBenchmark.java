@@ -20,6 +20,7 @@ import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import org.moecomm.bench.Percentiles;
 import org.moecomm.bench.ResultFiles;
+import org.moecomm.bench.VersionProvider;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
@@ -70,7 +71,7 @@ import picocli.CommandLine.Option;
  * {@code java --enable-native-access=ALL-UNNAMED -cp <jars> org.moecomm.bench.gpu.KernelBenchmark
  * --twin-ptx .gpu-carry/twins/twins.ptx --out-dir results}.
  */
-@Command(name = "gpu-kernels", mixinStandardHelpOptions = true,
+@Command(name = "gpu-kernels", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Time MoeKernels pack/scatter/gather/reduce on a GPU against their CUDA C++ twins.")
 public final class KernelBenchmark implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.moecomm.bench.JmhResults;
 import org.moecomm.bench.ResultFiles;
+import org.moecomm.bench.VersionProvider;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaFunction;
@@ -208,7 +209,7 @@ public class LaunchCostBenchmark {
     }
 
     /** The command line (a class of its own: JMH allows no fields in a benchmark class without a state). */
-    @Command(name = "launch-cost", mixinStandardHelpOptions = true,
+    @Command(name = "launch-cost", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
             description = "JMH: host time of one kernel launch from Java on a GPU (other arguments go to JMH).")
     static final class Cli implements Callable<Integer> {
         @Option(names = "--out-dir", defaultValue = ".", description = "Folder for <date>-<gpu>-gpu-launch-cost.json.")

@@ -112,7 +112,7 @@ final class BenchCommand extends RunCommand {
     }
 
     @Override
-    RoundPlan plan() {
+    RoundPlan plan(BackendChoice.Backend backend) {
         return new RoundPlan(warmup, rounds, false, expertsEveryRound);
     }
 

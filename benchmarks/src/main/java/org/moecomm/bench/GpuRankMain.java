@@ -139,7 +139,11 @@ public final class GpuRankMain {
         int rank = h.rank();
         CudaStream stream = timing.stream();
         long[] t = new long[6];
+        // rank 0's output reaches the launcher's standard error, prefixed [rank 0]
+        Progress progress = rank == 0 ? new Progress(System.out, spec.toString(), plan.total(), Progress.INTERVAL)
+                : Progress.none();
         for (int round = 0; round < plan.total(); round++) {
+            progress.roundsDone(round);
             boolean checked = plan.checked(round);
             if (checked) {
                 buffers.poisonOutputs();

@@ -56,12 +56,15 @@ class CommandsCpuTest {
         // the demo launches plainly on either backend
         assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9, LaunchMode.PLAIN)),
                 d.specs(BackendChoice.Backend.GPU));
-        assertEquals(new RoundPlan(1, 3, true, true), d.plan());
+        assertEquals(new RoundPlan(1, 3, true, true), d.plan(BackendChoice.Backend.CPU));
         assertEquals("cpu", d.backend);
         DemoCommand defaults = new DemoCommand();
         new CommandLine(defaults).parseArgs();
         assertEquals("auto", defaults.backend);
         assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs(BackendChoice.Backend.GPU));
+        // warm-up until the JIT has compiled the host's code on the GPU, a few rounds on the CPU
+        assertEquals(new RoundPlan(DemoCommand.GPU_WARMUP, 20, true, true), defaults.plan(BackendChoice.Backend.GPU));
+        assertEquals(new RoundPlan(DemoCommand.CPU_WARMUP, 20, true, true), defaults.plan(BackendChoice.Backend.CPU));
     }
 
     @Test
@@ -81,7 +84,7 @@ class CommandsCpuTest {
         assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(2));
         assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
         assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
-        assertEquals(new RoundPlan(20, 100, false, false), b.plan());
+        assertEquals(new RoundPlan(20, 100, false, false), b.plan(BackendChoice.Backend.GPU));
         assertEquals(Path.of("benchmarks/results"), b.outDir);
     }
 

@@ -39,6 +39,9 @@ final class ReportCommand implements Callable<Integer> {
     @Option(names = "--readme", description = "README to update (default: <root>/README.md).")
     Path readme;
 
+    @Option(names = "--charts", description = "Folder of the PNG charts (default: docs/charts next to the README).")
+    Path charts;
+
     @Spec
     CommandSpec spec;
 
@@ -74,6 +77,7 @@ final class ReportCommand implements Callable<Integer> {
         if (!phases.isEmpty()) {
             table.append(phaseTable(phases));
         }
+        table.append(chartSection(jmh, kernels, phases));
         String text = Files.readString(readme);
         int b = text.indexOf(BEGIN);
         int e = text.indexOf(END);
@@ -86,6 +90,49 @@ final class ReportCommand implements Callable<Integer> {
                 : String.join(" + ", newestPerWorld(phases).values().stream().distinct()
                         .map(p -> p.getFileName().toString()).toList())));
         return 0;
+    }
+
+    /**
+     * Draws the charts ({@link ResultCharts}) from the same files as the tables, the phases against
+     * the newest reference file in {@code <results>/reference/}; returns the README lines showing
+     * them.
+     */
+    private String chartSection(Path jmh, Path kernels, List<Path> phases) throws IOException {
+        Map<Integer, List<JsonNode>> perWorld = new TreeMap<>();
+        for (Map.Entry<Integer, Path> e : newestPerWorld(phases).entrySet()) {
+            perWorld.put(e.getKey(), jsonLines(e.getValue()).stream().filter(r -> r.path("world").asInt() == e.getKey())
+                    .toList());
+        }
+        List<JsonNode> kernelLines = kernels == null ? List.of()
+                : jsonLines(kernels).stream().filter(r -> r.has("kernel")).toList();
+        Path referenceFile = newestIn(results.resolve("reference"), ".json");
+        List<JsonNode> reference = referenceFile == null ? List.of() : jsonLines(referenceFile);
+        String referenceName = reference.isEmpty() ? "reference" : reference.getFirst().path("library").asText("reference");
+        Path chartDir = charts != null ? charts : readme.toAbsolutePath().getParent().resolve("docs/charts");
+        List<Path> written = ResultCharts.writeAll(chartDir, jmh == null ? null : json.readTree(jmh.toFile()), kernelLines,
+                perWorld, reference, referenceName);
+        if (written.isEmpty()) {
+            return "";
+        }
+        StringBuilder s = new StringBuilder("\nCharts (" + (referenceFile == null ? "no reference figures"
+                : referenceName + ": `" + results.relativize(referenceFile) + "`, with its source") + "):\n\n");
+        Path base = readme.toAbsolutePath().getParent();
+        for (Path png : written) {
+            String rel = base.relativize(png.toAbsolutePath()).toString().replace('\\', '/');
+            s.append("![").append(png.getFileName().toString().replace(".png", "")).append("](").append(rel).append(")\n");
+        }
+        return s.toString();
+    }
+
+    /** The newest file (by name) in {@code dir} ending in {@code suffix}; null when none. */
+    private static Path newestIn(Path dir, String suffix) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return null;
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(p -> p.getFileName().toString().endsWith(suffix))
+                    .max(Comparator.comparing((Path p) -> p.getFileName().toString())).orElse(null);
+        }
     }
 
     /**
@@ -159,11 +206,7 @@ final class ReportCommand implements Callable<Integer> {
         s.append("\nKernels on one GPU (`").append(file.getFileName()).append("`):\n\n"
                 + "| kernel | preset | tokens/rank | Java-compiled (us) | CUDA C++ twin (us) | ratio | GB/s | copy GB/s |\n"
                 + "|---|---|---|---|---|---|---|---|\n");
-        for (String line : Files.readAllLines(file)) {
-            if (line.isBlank()) {
-                continue;
-            }
-            JsonNode r = json.readTree(line);
+        for (JsonNode r : jsonLines(file)) {
             if (!r.has("kernel")) {
                 continue;
             }
@@ -203,7 +246,7 @@ final class ReportCommand implements Callable<Integer> {
         }
         s.append(" verified |\n|---|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
         for (Map.Entry<Integer, Path> e : sources.entrySet()) {
-            for (JsonNode r : phaseLines(e.getValue())) {
+            for (JsonNode r : jsonLines(e.getValue())) {
                 if (r.path("world").asInt() != e.getKey()) {
                     continue;
                 }
@@ -226,14 +269,14 @@ final class ReportCommand implements Callable<Integer> {
                 .sorted(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed()).toList();
         Map<Integer, Path> out = new TreeMap<>();
         for (Path f : newestFirst) {
-            for (JsonNode r : phaseLines(f)) {
+            for (JsonNode r : jsonLines(f)) {
                 out.putIfAbsent(r.path("world").asInt(), f);
             }
         }
         return out;
     }
 
-    private List<JsonNode> phaseLines(Path file) throws IOException {
+    private List<JsonNode> jsonLines(Path file) throws IOException {
         List<JsonNode> out = new ArrayList<>();
         for (String line : Files.readAllLines(file)) {
             if (!line.isBlank()) {

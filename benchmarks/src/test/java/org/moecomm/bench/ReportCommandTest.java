@@ -125,6 +125,23 @@ class ReportCommandTest {
         assertFalse(text.contains("41.7"), text);
     }
 
+    /** The committed results give every chart, each a PNG of the chart size, shown in the README's section. */
+    @Test
+    void chartsAreDrawnFromTheCommittedResults() throws Exception {
+        Path readme = tmp.resolve("README.md");
+        Files.writeString(readme, ReportCommand.BEGIN + "\n" + ReportCommand.END + "\n");
+        assertEquals(0, new CommandLine(new ReportCommand()).execute("--results", "results", "--readme", readme.toString()));
+        String text = Files.readString(readme);
+        for (String name : List.of("phase-latency-w2", "phase-latency-w4", "kernel-bandwidth", "cpu-backend-jmh")) {
+            Path png = tmp.resolve("docs/charts/" + name + ".png");
+            java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(png.toFile());
+            assertEquals(ResultCharts.WIDTH, image.getWidth(), name);
+            assertEquals(ResultCharts.HEIGHT, image.getHeight(), name);
+            assertTrue(text.contains("![" + name + "](docs/charts/" + name + ".png)"), text);
+        }
+        assertTrue(text.contains("pplx-kernels: `reference/2026-12-02-h200-pplx-kernels.json`"), text);
+    }
+
     /** Run from a folder inside the repository, the report finds the repository above it; outside, it says so. */
     @Test
     void theRepositoryIsFoundFromBelowIt() throws Exception {

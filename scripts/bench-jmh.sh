@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# Runs the JMH suite of the CPU backend and writes its JSON under benchmarks/results/
-# (file named by date and machine). Extra arguments go to JMH (for example -p tokens=1).
+# Runs the JMH suite of the CPU backend and writes its JSON into a new file under
+# benchmarks/results/ (named by date and machine, never over an existing one), with this command
+# recorded in it. Extra arguments go to JMH (for example -p tokens=1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jar="$root/benchmarks/target/moecomm-benchmarks.jar"
 [ -f "$jar" ] || "$root/scripts/install.sh"
 java_home=$("$root/scripts/java-home.sh")
-mkdir -p "$root/benchmarks/results"
-out="$root/benchmarks/results/$(date -u +%Y-%m-%d)-$(uname -m)-$(nproc)cpu-jmh-cpu-backend.json"
-"$java_home/bin/java" --enable-native-access=ALL-UNNAMED -jar "$jar" jmh CpuBackendBenchmark -rf json -rff "$out" "$@"
-# Record the command in the results and keep machine paths out of them.
+cd "$root"
 cmd="scripts/bench-jmh.sh $*"
-sed -i -e "s|\"jvm\" : \"[^\"]*\"|\"jvm\" : \"java from scripts/java-home.sh\"|" \
-       -e "s|\"jmhVersion\" : |\"command\" : \"${cmd% }\",\n        \"jmhVersion\" : |" "$out"
-echo "results: ${out#"$root"/}"
+exec "$java_home/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -jar "$jar" \
+  jmh --results-dir benchmarks/results --command "${cmd% }" CpuBackendBenchmark "$@"

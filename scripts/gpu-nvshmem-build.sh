@@ -12,12 +12,18 @@
 #              .gpu-carry/nvshmem-jni/glue, stages jni.h and jni_md.h of the local JDK into
 #              .gpu-carry/nvshmem-jni/include (the GPU machine has no JDK headers), and
 #              compile-checks the glue against them. Needs the bridge built (mvn install).
+#   local      (a machine with a JDK, CUDA and NVSHMEM; scripts/install.sh runs it) generates the JNI
+#              glue into nvshmem-bridge/target/nvshmem-jni and builds as `build` does. Needs the
+#              project built (mvn install).
+#   find       prints where NVSHMEM is (NVSHMEM_HOME, the pip wheel, the system's packages) and
+#              exits 0, or exits 1 when there is none; builds nothing.
 #   check      (anywhere with nvcc) compile-checks the CUDA sources against NVSHMEM headers:
 #              $NVSHMEM_INCLUDE, else the wheel's, else .nvshmem-src/src/include (NVSHMEM's
 #              public source tree, git-ignored; its .h.in files must be configured).
 #
 # Environment: NVSHMEM_HOME (folder with include/ and lib/; default: the Python wheel
-# nvidia.nvshmem), CUDA_HOME, JNI_INCLUDE (folder with jni.h), CUDA_ARCH (default 90a),
+# nvidia.nvshmem, else the system's NVSHMEM packages: /usr/include/nvshmem_<N> and
+# /usr/lib/<arch>-linux-gnu/nvshmem/<N>), CUDA_HOME, JNI_INCLUDE (folder with jni.h), CUDA_ARCH (default 90a),
 # MOECOMM_NVSHMEM_OUT, MAVEN_REPO (default ~/.m2/repository). Every command is printed; any
 # failure stops the script.
 set -euo pipefail
@@ -25,6 +31,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src="$root/nvshmem-bridge/src/main/cpp/nvshmem"
 carry="$root/.gpu-carry/nvshmem-jni"
+if [ "${1:-build}" = local ]; then carry="$root/nvshmem-bridge/target/nvshmem-jni"; fi
 gen="$carry/glue"
 carry_jni="$carry/include"
 mode="${1:-build}"
@@ -50,15 +57,34 @@ find_cuda_home() {
   die "nvcc not found: set CUDA_HOME"
 }
 
-find_nvshmem_home() {
-  if [ -n "${NVSHMEM_HOME:-}" ]; then echo "$NVSHMEM_HOME"; return; fi
-  local py
+# Sets nvshmem_inc and nvshmem_lib (and nvshmem_from: what found them); returns 1 when there is no NVSHMEM.
+find_nvshmem() {
+  local d py
+  if [ -n "${NVSHMEM_HOME:-}" ]; then
+    nvshmem_inc="$NVSHMEM_HOME/include"; nvshmem_lib="$NVSHMEM_HOME/lib"; nvshmem_from="NVSHMEM_HOME"
+    [ -f "$nvshmem_inc/nvshmem.h" ] && return 0
+    say "NVSHMEM_HOME=$NVSHMEM_HOME has no include/nvshmem.h"
+    return 1
+  fi
   for py in python3 python; do
     if command -v "$py" >/dev/null 2>&1; then
-      local d
       d=$("$py" -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])" 2>/dev/null || true)
-      if [ -n "$d" ] && [ -f "$d/include/nvshmem.h" ]; then echo "$d"; return; fi
+      if [ -n "$d" ] && [ -f "$d/include/nvshmem.h" ]; then
+        nvshmem_inc="$d/include"; nvshmem_lib="$d/lib"; nvshmem_from="the pip wheel nvidia-nvshmem ($py)"
+        return 0
+      fi
     fi
+  done
+  # the system's packages (libnvshmem3-dev-cuda-<N>, ...): headers and libraries per CUDA major version
+  for d in /usr/include/nvshmem_*; do
+    local major=${d##*/nvshmem_}
+    local lib
+    for lib in /usr/lib/*-linux-gnu/nvshmem/"$major"; do
+      if [ -f "$d/nvshmem.h" ] && [ -f "$lib/libnvshmem_device.a" ]; then
+        nvshmem_inc="$d"; nvshmem_lib="$lib"; nvshmem_from="the system's NVSHMEM packages"
+        return 0
+      fi
+    done
   done
   return 1
 }
@@ -91,14 +117,14 @@ generate_glue() {
   java_home=$("$root/scripts/java-home.sh")
   ver=$(sed -n 's:.*<javacpp.version>\(.*\)</javacpp.version>.*:\1:p' "$root/pom.xml" | head -n1)
   [ -n "$ver" ] || die "javacpp.version not found in pom.xml"
-  jar="${MAVEN_REPO:-$HOME/.m2/repository}/org/bytedeco/javacpp/$ver/javacpp-$ver.jar"
-  [ -f "$jar" ] || die "JavaCPP $ver not found at $jar (build the project once with Maven)"
+  jar="${JAVACPP_JAR:-${MAVEN_REPO:-$HOME/.m2/repository}/org/bytedeco/javacpp/$ver/javacpp-$ver.jar}"
+  [ -f "$jar" ] || die "JavaCPP $ver not found at $jar (build the project once with Maven, or set JAVACPP_JAR)"
   classes="$root/nvshmem-bridge/target/classes"
   [ -f "$classes/org/moecomm/bridge/nvshmem/NvshmemNative.class" ] \
     || die "NvshmemNative.class missing: build first (mvn install -pl kernels,nvshmem-bridge)"
   local tmp
   tmp=$(mktemp -d)
-  run "$java_home/bin/java" -jar "$jar" -cp "$classes" -nocompile -d "$tmp" org.moecomm.bridge.nvshmem.NvshmemNative
+  run "$java_home/bin/java" -cp "$jar" org.bytedeco.javacpp.tools.Builder -cp "$classes" -nocompile -d "$tmp" org.moecomm.bridge.nvshmem.NvshmemNative
   run mkdir -p "$gen"
   run cp "$tmp/jniNvshmemNative.cpp" "$tmp/jnijavacpp.cpp" "$gen/"
   rm -rf "$tmp"
@@ -125,10 +151,10 @@ mode_prepare() {
 }
 
 mode_check() {
-  local cuda inc home
+  local cuda inc
   cuda=$(find_cuda_home)
   if [ -n "${NVSHMEM_INCLUDE:-}" ]; then inc="$NVSHMEM_INCLUDE"
-  elif home=$(find_nvshmem_home); then inc="$home/include"
+  elif find_nvshmem; then inc="$nvshmem_inc"
   else inc="$root/.nvshmem-src/src/include"; fi
   [ -f "$inc/nvshmem.h" ] || die "no NVSHMEM headers at $inc (set NVSHMEM_INCLUDE)"
   [ -f "$inc/non_abi/nvshmem_version.h" ] || die "$inc/non_abi/nvshmem_version.h missing (configure the .h.in files)"
@@ -156,11 +182,11 @@ mode_check() {
 
 mode_build() {
   check_glue_present
-  local cuda home inc lib jni out obj cudalib
+  local cuda inc lib jni out obj cudalib
   cuda=$(find_cuda_home)
-  home=$(find_nvshmem_home) || die "NVSHMEM not found: install the nvidia-nvshmem-cu13 wheel or set NVSHMEM_HOME"
-  inc="$home/include"
-  lib="$home/lib"
+  find_nvshmem || die "NVSHMEM not found: install the nvidia-nvshmem-cu13 wheel or the system's NVSHMEM packages, or set NVSHMEM_HOME"
+  inc="$nvshmem_inc"
+  lib="$nvshmem_lib"
   [ -f "$inc/nvshmem.h" ] || die "$inc/nvshmem.h missing"
   [ -f "$lib/libnvshmem_device.a" ] || die "$lib/libnvshmem_device.a missing"
   [ -e "$lib/libnvshmem_host.so.3" ] || die "$lib/libnvshmem_host.so.3 missing"
@@ -172,7 +198,7 @@ mode_build() {
   out="${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}"
   obj="$out/obj"
   run mkdir -p "$obj"
-  say "NVSHMEM: $home"
+  say "NVSHMEM: $inc, $lib (from $nvshmem_from)"
   say "CUDA: $cuda ($("$cuda/bin/nvcc" --version | tail -n1))"
   say "JNI headers: $jni"
   local gencode=(-gencode "arch=compute_$arch,code=sm_$arch")
@@ -213,10 +239,20 @@ EOF
   echo "MOECOMM_NVSHMEM_LIB=$out/libjniNvshmemNative.so"
 }
 
+mode_find() {
+  if find_nvshmem; then
+    echo "$nvshmem_inc $nvshmem_lib ($nvshmem_from)"
+  else
+    exit 1
+  fi
+}
+
 case "$mode" in
   build) mode_build ;;
+  local) generate_glue; mode_build ;;
+  find) mode_find ;;
   prepare) mode_prepare ;;
   check) mode_check ;;
-  -h|--help|help) sed -n '2,23p' "$0" ;;
-  *) die "unknown mode '$mode' (build, prepare, check)" ;;
+  -h|--help|help) sed -n '2,32p' "$0" ;;
+  *) die "unknown mode '$mode' (build, local, prepare, find, check)" ;;
 esac

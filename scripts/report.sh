@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the results section of README.md from the newest files in benchmarks/results/.
+# Regenerates the results section of README.md (tables, and the PNG charts in docs/charts/) from the
+# newest files in benchmarks/results/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jar="$root/benchmarks/target/moecomm-benchmarks.jar"

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.moecomm.core.Preset;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -27,14 +28,15 @@ import picocli.CommandLine.Spec;
  * configuration was verified, 1 when a check failed or a run failed, 2 for bad options or a
  * backend that cannot run.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Per-phase dispatch/combine benchmark over presets and tokens per rank; writes JSON lines.")
 final class BenchCommand extends RunCommand {
     static final String BUNDLE_INFO = ".gpu-carry/BUNDLE.txt";
 
     @Option(names = "--presets", split = ",", defaultValue = "deepseek-v3,deepseek-v2-lite",
-            description = "Presets (default: ${DEFAULT-VALUE}).")
-    List<String> presets;
+            converter = PresetOption.Converter.class, completionCandidates = PresetOption.Names.class,
+            description = "Presets, of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    List<Preset> presets;
 
     @Option(names = "--tokens", split = ",", defaultValue = "1,8,32,128",
             description = "Tokens per rank (each also the handle's M) (default: ${DEFAULT-VALUE}).")
@@ -98,10 +100,10 @@ final class BenchCommand extends RunCommand {
                     + " barrier on; give --start host or --backend gpu");
         }
         List<RunSpec> specs = new ArrayList<>();
-        for (String p : presets) {
+        for (Preset p : presets) {
             for (int m : tokens) {
                 for (LaunchMode mode : modes) {
-                    specs.add(new RunSpec(p, m, world, group, skewed, seed, mode));
+                    specs.add(new RunSpec(p.label(), m, world, group, skewed, seed, mode));
                 }
             }
         }
@@ -120,7 +122,7 @@ final class BenchCommand extends RunCommand {
     }
 
     @Override
-    RoundPlan plan() {
+    RoundPlan plan(BackendChoice.Backend backend) {
         return new RoundPlan(warmup, rounds, false, expertsEveryRound, start);
     }
 

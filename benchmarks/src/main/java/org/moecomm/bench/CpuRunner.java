@@ -1,5 +1,6 @@
 package org.moecomm.bench;
 
+import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -20,14 +21,23 @@ import org.moecomm.core.protocol.BufferLayout;
 /**
  * The CPU backend: W ranks as threads of this JVM ({@link CpuCluster}), host clock
  * ({@code System.nanoTime}) around each phase, ranks aligned by a barrier before dispatch and
- * before combine. Plain launches only ({@link LaunchMode#PLAIN}).
+ * before combine. Plain launches only ({@link LaunchMode#PLAIN}). Rank 0 reports the rounds done
+ * ({@link Progress}).
  */
 final class CpuRunner implements Runner {
+    private final PrintStream progress;
+
+    /** With progress lines ({@link Progress}) on {@code progress}, none when null. */
+    CpuRunner(PrintStream progress) {
+        this.progress = progress;
+    }
+
     @Override
     public List<Measurement> run(List<RunSpec> specs, RoundPlan plan) throws Exception {
         List<Measurement> out = new ArrayList<>();
         for (RunSpec spec : specs) {
-            out.add(runOne(spec, plan));
+            out.add(runOne(spec, plan, progress == null ? Progress.none()
+                    : new Progress(progress, spec.toString(), plan.total(), Progress.INTERVAL)));
         }
         return out;
     }
@@ -36,7 +46,7 @@ final class CpuRunner implements Runner {
         return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock)", world);
     }
 
-    private static Measurement runOne(RunSpec spec, RoundPlan plan) throws Exception {
+    private static Measurement runOne(RunSpec spec, RoundPlan plan, Progress progress) throws Exception {
         if (spec.launch() != LaunchMode.PLAIN) {
             throw new IllegalArgumentException(spec + ": the CPU backend has only plain launches");
         }
@@ -79,6 +89,9 @@ final class CpuRunner implements Runner {
                             for (int p = 0; p < Phases.COUNT; p++) {
                                 samples[rank][p][round - plan.warmup()] = d[p];
                             }
+                        }
+                        if (rank == 0) {
+                            progress.roundsDone(round + 1);
                         }
                         if (checked) {
                             ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, a2a.memory(),

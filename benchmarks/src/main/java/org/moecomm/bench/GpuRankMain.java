@@ -140,7 +140,11 @@ public final class GpuRankMain {
         CudaStream stream = timing.stream();
         long[] t = new long[6];
         Runnable start = plan.start() == RoundStart.DEVICE ? timing.barrierOnStream() : timing.barrier();
+        // rank 0's output reaches the launcher's standard error, prefixed [rank 0]
+        Progress progress = rank == 0 ? new Progress(System.out, spec.toString(), plan.total(), Progress.INTERVAL)
+                : Progress.none();
         for (int round = 0; round < plan.total(); round++) {
+            progress.roundsDone(round);
             boolean checked = plan.checked(round);
             if (checked) {
                 buffers.poisonOutputs();

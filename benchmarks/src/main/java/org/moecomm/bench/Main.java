@@ -4,12 +4,23 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** Entry point of the runnable jar: {@code demo}, {@code bench}, {@code jmh}, {@code report}. */
-@Command(name = "moecomm", mixinStandardHelpOptions = true,
+@Command(name = "moecomm", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         subcommands = {DemoCommand.class, BenchCommand.class, JmhCommand.class, ReportCommand.class},
         description = "Mixture-of-Experts dispatch/combine: demo and benchmarks.")
 public final class Main implements Runnable {
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Main()).execute(args));
+        System.exit(commandLine(new Main()).execute(args));
+    }
+
+    /** The parser of {@code command}: a bad option is one line on standard error and exit status 2. */
+    static CommandLine commandLine(Object command) {
+        return new CommandLine(command).setParameterExceptionHandler(Main::badOption);
+    }
+
+    private static int badOption(CommandLine.ParameterException e, String[] args) {
+        CommandLine cl = e.getCommandLine();
+        cl.getErr().println(cl.getCommandSpec().qualifiedName() + ": " + e.getMessage() + " (--help lists the options)");
+        return cl.getCommandSpec().exitCodeOnInvalidInput();
     }
 
     @Override

@@ -1,10 +1,8 @@
 package org.moecomm.bench;
 
-import java.util.Arrays;
-
 /**
  * Nanosecond samples of one phase (one per round, the slowest rank's), summarised as median and
- * p90; a phase with no samples (not measured, e.g. the send/recv split of a graph replay) has NaN
+ * p90 ({@link Percentiles}); a phase with no samples (not measured, e.g. the send/recv split of a graph replay) has NaN
  * for both.
  */
 final class PhaseTimes {
@@ -42,9 +40,10 @@ final class PhaseTimes {
         if (count == 0) {
             return Double.NaN;
         }
-        long[] sorted = Arrays.copyOf(samples, count);
-        Arrays.sort(sorted);
-        int i = (int) Math.min(count - 1, Math.round(q * (count - 1)));
-        return sorted[i] / 1e3;
+        double[] nanos = new double[count];
+        for (int i = 0; i < count; i++) {
+            nanos[i] = samples[i];
+        }
+        return Percentiles.of(nanos, q) / 1e3;
     }
 }

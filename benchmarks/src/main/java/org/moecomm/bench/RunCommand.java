@@ -52,7 +52,8 @@ abstract class RunCommand implements Callable<Integer> {
      */
     abstract List<RunSpec> specs(BackendChoice.Backend backend);
 
-    abstract RoundPlan plan();
+    /** The rounds of each configuration on {@code backend}. */
+    abstract RoundPlan plan(BackendChoice.Backend backend);
 
     /** Prints or records the measurements; returns the exit status. */
     abstract int report(BackendChoice.Choice choice, List<Measurement> results) throws Exception;
@@ -67,8 +68,8 @@ abstract class RunCommand implements Callable<Integer> {
         List<RunSpec> specs;
         RoundPlan plan;
         try {
-            plan = plan();
             choice = BackendChoice.choose(backend, gpuProbe);
+            plan = plan(choice.backend());
             specs = specs(choice.backend());
         } catch (IllegalArgumentException e) {
             err.println("moecomm " + name() + ": " + e.getMessage());
@@ -87,7 +88,7 @@ abstract class RunCommand implements Callable<Integer> {
 
     Runner runner(BackendChoice.Choice choice) {
         return switch (choice.backend()) {
-            case CPU -> new CpuRunner();
+            case CPU -> new CpuRunner(err);
             case GPU -> new GpuRunner(Duration.ofSeconds(launchTimeoutSeconds), err);
         };
     }

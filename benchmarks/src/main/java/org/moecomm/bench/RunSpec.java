@@ -11,7 +11,9 @@ import org.moecomm.core.check.Workload;
  * maximum M), on {@code world} ranks in groups of {@code group}, with the seeded routing (uniform,
  * or half of all picks to rank 0's experts), its calls enqueued as {@code launch} says. Every
  * rank rebuilds the same workload from it; the launch mode does not change the handle's
- * configuration nor the workload.
+ * configuration nor the workload. A spec is checked when made: a configuration the handle would
+ * refuse (W not dividing the experts, too many tokens) is an {@link IllegalArgumentException}
+ * before anything runs.
  */
 record RunSpec(String preset, int tokens, int world, int group, boolean skewed, long seed, LaunchMode launch) {
     RunSpec {
@@ -25,6 +27,12 @@ record RunSpec(String preset, int tokens, int world, int group, boolean skewed, 
         }
         if (group < 1 || world % group != 0) {
             throw new IllegalArgumentException("group size " + group + " must divide the world size " + world);
+        }
+        try {
+            Preset.byLabel(preset).config(world, group, tokens).build();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(preset + " at " + tokens + " tokens per rank on W=" + world + " G=" + group
+                    + ": " + e.getMessage(), e);
         }
     }
 

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,7 +34,9 @@ class CommandsCpuTest {
         cmd.out = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
         cmd.err = new PrintStream(errBytes, true, StandardCharsets.UTF_8);
         cmd.gpuProbe = () -> new GpuBackend.Availability(false, "CUDA: no CUDA driver (test)");
-        return new CommandLine(cmd).execute(args);
+        CommandLine cl = Main.commandLine(cmd);
+        cl.setErr(new PrintWriter(cmd.err, true));
+        return cl.execute(args);
     }
 
     private String out() {
@@ -53,12 +56,15 @@ class CommandsCpuTest {
         // the demo launches plainly on either backend
         assertEquals(List.of(new RunSpec("mixtral-8x7b", 7, 2, 2, true, 9, LaunchMode.PLAIN)),
                 d.specs(BackendChoice.Backend.GPU));
-        assertEquals(new RoundPlan(1, 3, true, true), d.plan());
+        assertEquals(new RoundPlan(1, 3, true, true), d.plan(BackendChoice.Backend.CPU));
         assertEquals("cpu", d.backend);
         DemoCommand defaults = new DemoCommand();
         new CommandLine(defaults).parseArgs();
         assertEquals("auto", defaults.backend);
         assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs(BackendChoice.Backend.GPU));
+        // warm-up until the JIT has compiled the host's code on the GPU, a few rounds on the CPU
+        assertEquals(new RoundPlan(DemoCommand.GPU_WARMUP, 20, true, true), defaults.plan(BackendChoice.Backend.GPU));
+        assertEquals(new RoundPlan(DemoCommand.CPU_WARMUP, 20, true, true), defaults.plan(BackendChoice.Backend.CPU));
     }
 
     @Test
@@ -78,7 +84,7 @@ class CommandsCpuTest {
         assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(2));
         assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
         assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
-        assertEquals(new RoundPlan(20, 100, false, false), b.plan());
+        assertEquals(new RoundPlan(20, 100, false, false), b.plan(BackendChoice.Backend.GPU));
         assertEquals(Path.of("benchmarks/results"), b.outDir);
     }
 
@@ -115,14 +121,14 @@ class CommandsCpuTest {
     void benchStartOptionParses() {
         BenchCommand device = new BenchCommand();
         new CommandLine(device).parseArgs("--start", "device", "--presets", "mixtral-8x7b", "--tokens", "2");
-        assertEquals(RoundStart.DEVICE, device.plan().start());
+        assertEquals(RoundStart.DEVICE, device.plan(BackendChoice.Backend.GPU).start());
         assertEquals(1, device.specs(BackendChoice.Backend.GPU).size() / 2);
         IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> device.specs(BackendChoice.Backend.CPU));
         assertTrue(e.getMessage().contains("the CPU backend has no device stream"), e.getMessage());
         BenchCommand byDefault = new BenchCommand();
         new CommandLine(byDefault).parseArgs();
-        assertEquals(RoundStart.HOST, byDefault.plan().start());
+        assertEquals(RoundStart.HOST, byDefault.plan(BackendChoice.Backend.GPU).start());
         org.junit.jupiter.api.Assertions.assertThrows(CommandLine.ParameterException.class,
                 () -> new CommandLine(new BenchCommand()).parseArgs("--start", "later"));
     }
@@ -165,9 +171,31 @@ class CommandsCpuTest {
     }
 
     @Test
+    void versionIsPrinted() {
+        java.io.StringWriter w = new java.io.StringWriter();
+        CommandLine cl = Main.commandLine(new Main());
+        cl.setOut(new PrintWriter(w, true));
+        assertEquals(0, cl.execute("-V"));
+        assertTrue(w.toString().startsWith("moecomm " + VersionProvider.version() + "\n"), w.toString());
+        assertFalse(VersionProvider.version().startsWith("unknown"), VersionProvider.version());
+        assertTrue(cl.getSubcommands().get("demo").getCommandSpec().optionsMap().get("--preset").completionCandidates()
+                .iterator().hasNext());
+    }
+
+    @Test
     void badOptionsAreRefusedBeforeRunning() {
         assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--preset", "nope"));
-        assertTrue(err().contains("unknown preset 'nope'"), err());
+        assertEquals("demo: Invalid value for option '--preset': 'nope' is not a preset (deepseek-v3, deepseek-v2-lite,"
+                + " qwen3-30b-a3b, mixtral-8x7b) (--help lists the options)", err().strip());
+        errBytes.reset();
+        // configurations the handle refuses: one line, status 2, nothing run
+        assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--world", "3"));
+        assertEquals("moecomm demo: deepseek-v3 at 128 tokens per rank on W=3 G=1: numExperts 256 is not divisible by"
+                + " worldSize 3", err().strip());
+        errBytes.reset();
+        assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--tokens", "100000000"));
+        assertTrue(err().strip().lines().count() == 1 && err().contains("is too large for this world"), err());
+        assertFalse(out().contains("backend="), out());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--world", "4", "--group", "3"));
         assertTrue(err().contains("group size 3 must divide the world size 4"), err());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--rounds", "0"));

@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 class ReportCommandTest {
     /** The first line of benchmarks/results/2026-12-02-h200-gpu-phases.json: written before the launch field. */
@@ -106,10 +107,8 @@ class ReportCommandTest {
         Files.writeString(results.resolve("2026-12-04-cpu-phases.json"), line("mixtral-8x7b", 2, 1, "plain", 1) + "\n");
         Path readme = tmp.resolve("README.md");
         Files.writeString(readme, "# x\n\n" + ReportCommand.BEGIN + "\nold table\n" + ReportCommand.END + "\nafter\n");
-        ReportCommand report = new ReportCommand();
-        report.results = results;
-        report.readme = readme;
-        assertEquals(0, report.call());
+        assertEquals(0, new CommandLine(new ReportCommand()).execute("--results", results.toString(), "--readme",
+                readme.toString()));
         String text = Files.readString(readme);
         assertFalse(text.contains("old table"), text);
         assertTrue(text.endsWith(ReportCommand.END + "\nafter\n"), text);
@@ -124,6 +123,38 @@ class ReportCommandTest {
         assertEquals(List.of("deepseek-v3", "4", "1", "graph", "205.0"), pick(rows.get(3)));
         // the older W=4 file is superseded
         assertFalse(text.contains("41.7"), text);
+    }
+
+    /** The committed results give every chart, each a PNG of the chart size, shown in the README's section. */
+    @Test
+    void chartsAreDrawnFromTheCommittedResults() throws Exception {
+        Path readme = tmp.resolve("README.md");
+        Files.writeString(readme, ReportCommand.BEGIN + "\n" + ReportCommand.END + "\n");
+        assertEquals(0, new CommandLine(new ReportCommand()).execute("--results", "results", "--readme", readme.toString()));
+        String text = Files.readString(readme);
+        for (String name : List.of("phase-latency-w2", "phase-latency-w4", "kernel-bandwidth", "cpu-backend-jmh")) {
+            Path png = tmp.resolve("docs/charts/" + name + ".png");
+            java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(png.toFile());
+            assertEquals(ResultCharts.WIDTH, image.getWidth(), name);
+            assertEquals(ResultCharts.HEIGHT, image.getHeight(), name);
+            assertTrue(text.contains("![" + name + "](docs/charts/" + name + ".png)"), text);
+        }
+        assertTrue(text.contains("pplx-kernels: `reference/2026-12-02-h200-pplx-kernels.json`"), text);
+    }
+
+    /** Run from a folder inside the repository, the report finds the repository above it; outside, it says so. */
+    @Test
+    void theRepositoryIsFoundFromBelowIt() throws Exception {
+        Path sub = Files.createDirectories(tmp.resolve("repo/benchmarks/target"));
+        assertEquals(null, ReportCommand.repositoryAbove(sub));
+        Files.writeString(tmp.resolve("repo/README.md"), ReportCommand.BEGIN + "\n" + ReportCommand.END + "\n");
+        assertEquals(tmp.resolve("repo"), ReportCommand.repositoryAbove(sub));
+        java.io.StringWriter err = new java.io.StringWriter();
+        CommandLine cl = new CommandLine(new ReportCommand());
+        cl.setErr(new java.io.PrintWriter(err, true));
+        assertEquals(2, cl.execute("--root", tmp.resolve("elsewhere").toString()));
+        assertTrue(err.toString().startsWith("moecomm report: ") && err.toString().strip().lines().count() == 1,
+                err.toString());
     }
 
     private static List<String> pick(List<String> row) {

@@ -5,8 +5,10 @@ import org.moecomm.kernels.api.Buf;
 
 /**
  * The memory a backend's kernels run on (host memory for the CPU backend, GPU memory for the
- * GPU backend), with the copies a caller needs to fill inputs and read outputs. Buffers are
- * freed when the owner (the handle or the caller's scope) closes.
+ * GPU backend), with the copies a caller needs to fill inputs and read outputs (both take the
+ * device buffer and its offset first, then the host segment; {@link Tensor#fromFloats} and
+ * {@link Tensor#toFloats} do it from and to Java arrays). Buffers are freed when the owner (the
+ * handle or the caller's scope) closes.
  */
 public interface DeviceMemory {
     /** Allocates {@code bytes} zeroed bytes, 256-byte aligned. */
@@ -20,8 +22,10 @@ public interface DeviceMemory {
         return Tensor.of(allocate(Math.max(1, n * dtype.bytes())), dtype, shape);
     }
 
-    void copyFromHost(MemorySegment src, Buf dst, long dstOffset);
+    /** Copies all of {@code src} into {@code dst} from byte {@code dstOffset} on. */
+    void copyFromHost(Buf dst, long dstOffset, MemorySegment src);
 
+    /** Copies {@code dst.byteSize()} bytes of {@code src} from byte {@code srcOffset} on into {@code dst}. */
     void copyToHost(Buf src, long srcOffset, MemorySegment dst);
 
     /** Sets every byte of {@code buf} to {@code value} (tests poison outputs this way). */

@@ -17,6 +17,17 @@ public sealed interface TokenCount {
         return new InBuffer(buf, index);
     }
 
+    /** The count in element {@code index} of an int32 tensor. */
+    static TokenCount inBuffer(Tensor counts, long index) {
+        if (counts.dtype() != DType.INT32) {
+            throw new IllegalArgumentException("a token count is int32, got a " + counts + " tensor");
+        }
+        if (index < 0 || index >= counts.elements()) {
+            throw new IllegalArgumentException("token count index " + index + " is outside the " + counts + " tensor");
+        }
+        return new InBuffer(counts.buf(), index);
+    }
+
     record Fixed(int value) implements TokenCount {
         public Fixed {
             if (value < 0) {

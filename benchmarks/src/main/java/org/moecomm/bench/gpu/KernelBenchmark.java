@@ -1,5 +1,7 @@
 package org.moecomm.bench.gpu;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -15,7 +17,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
+import org.moecomm.bench.Percentiles;
 import org.moecomm.bench.ResultFiles;
+import org.moecomm.bench.VersionProvider;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
@@ -66,9 +71,11 @@ import picocli.CommandLine.Option;
  * {@code java --enable-native-access=ALL-UNNAMED -cp <jars> org.moecomm.bench.gpu.KernelBenchmark
  * --twin-ptx .gpu-carry/twins/twins.ptx --out-dir results}.
  */
-@Command(name = "gpu-kernels", mixinStandardHelpOptions = true,
+@Command(name = "gpu-kernels", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Time MoeKernels pack/scatter/gather/reduce on a GPU against their CUDA C++ twins.")
 public final class KernelBenchmark implements Callable<Integer> {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     /** Kernels in the order they run (each needs the previous ones' inputs). */
     static final List<String> KERNELS = List.of("pack", "scatter", "gather", "reduce");
     static final String TINY = "tiny";
@@ -225,15 +232,11 @@ public final class KernelBenchmark implements Callable<Integer> {
 
     // ---- statistics ----
 
-    /** Median, p90 (nearest rank), min and mean of samples in milliseconds. */
+    /** Median, p90 ({@link Percentiles}), min and mean of samples in milliseconds. */
     record Stats(double median, double p90, double min, double mean, int n) {
         static Stats of(double[] ms) {
-            double[] s = ms.clone();
-            Arrays.sort(s);
-            int n = s.length;
-            double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-            double p90 = s[Math.max(0, (int) Math.ceil(0.9 * n) - 1)];
-            return new Stats(median, p90, s[0], Arrays.stream(s).average().orElse(Double.NaN), n);
+            return new Stats(Percentiles.of(ms, 0.5), Percentiles.of(ms, 0.9), Arrays.stream(ms).min().orElse(Double.NaN),
+                    Arrays.stream(ms).average().orElse(Double.NaN), ms.length);
         }
 
         double medianUs() {
@@ -266,31 +269,40 @@ public final class KernelBenchmark implements Callable<Integer> {
         }
 
         String toJson() {
-            Json j = new Json();
-            j.str("kernel", kernel).str("preset", preset).num("tokens", tokens).num("world", world)
-                    .num("gridX", grid == null ? null : grid.blocksX()).num("gridY", grid == null ? null : grid.blocksY())
-                    .num("threads", grid == null ? null : grid.threads())
-                    .dec("javaMedianUs", java == null ? null : java.medianUs())
-                    .dec("javaP90Us", java == null ? null : java.p90Us())
-                    .dec("javaMinUs", java == null ? null : java.min() * 1e3)
-                    .dec("twinMedianUs", twin == null ? null : twin.medianUs())
-                    .dec("twinP90Us", twin == null ? null : twin.p90Us())
-                    .dec("twinMinUs", twin == null ? null : twin.min() * 1e3)
-                    .dec("ratio", ratio())
-                    .num("bytes", bytes).str("bytesFormula", bytesFormula)
-                    .dec("javaGBps", java == null ? null : java.gbps(bytes))
-                    .dec("twinGBps", twin == null ? null : twin.gbps(bytes))
-                    .dec("copyGBps", copyGBps())
-                    .str("copyMethod", copy == null ? null : (device.equals("gpu") ? "cuMemcpyDtoDAsync" : "host copy")
+            ObjectNode j = JSON.createObjectNode();
+            j.put("kernel", kernel).put("preset", preset).put("tokens", tokens).put("world", world)
+                    .put("gridX", grid == null ? null : grid.blocksX()).put("gridY", grid == null ? null : grid.blocksY())
+                    .put("threads", grid == null ? null : grid.threads())
+                    .put("javaMedianUs", micros(java, Stats::median))
+                    .put("javaP90Us", micros(java, Stats::p90))
+                    .put("javaMinUs", micros(java, Stats::min))
+                    .put("twinMedianUs", micros(twin, Stats::median))
+                    .put("twinP90Us", micros(twin, Stats::p90))
+                    .put("twinMinUs", micros(twin, Stats::min))
+                    .put("ratio", rounded(ratio()))
+                    .put("bytes", bytes).put("bytesFormula", bytesFormula)
+                    .put("javaGBps", rounded(java == null ? null : java.gbps(bytes)))
+                    .put("twinGBps", rounded(twin == null ? null : twin.gbps(bytes)))
+                    .put("copyGBps", rounded(copyGBps()))
+                    .put("copyMethod", copy == null ? null : (device.equals("gpu") ? "cuMemcpyDtoDAsync" : "host copy")
                             + " of copyBytes; GB/s = 2 * copyBytes / median (read + write)")
-                    .num("copyBytes", copy == null ? null : copyBytes)
-                    .dec("copyMedianUs", copy == null ? null : copy.medianUs())
-                    .num("warmups", warmups).num("reps", reps).num("l2FlushBytes", flushBytes)
-                    .str("check", check).str("error", error).str("twinNote", twinNote)
-                    .str("javaResources", javaResources).str("twinResources", twinResources)
-                    .str("gpu", gpu).num("sms", sms).str("device", device).str("date", date)
-                    .str("commit", commit).str("command", command);
-            return j.end();
+                    .put("copyBytes", copy == null ? null : copyBytes)
+                    .put("copyMedianUs", micros(copy, Stats::median))
+                    .put("warmups", warmups).put("reps", reps).put("l2FlushBytes", flushBytes)
+                    .put("check", check).put("error", error).put("twinNote", twinNote)
+                    .put("javaResources", javaResources).put("twinResources", twinResources)
+                    .put("gpu", gpu).put("sms", sms).put("device", device).put("date", date)
+                    .put("commit", commit).put("command", command);
+            return j.toString();
+        }
+
+        private static Double micros(Stats stats, ToDoubleFunction<Stats> millis) {
+            return stats == null ? null : rounded(millis.applyAsDouble(stats) * 1e3);
+        }
+
+        /** Three decimals; null for none, NaN or infinity. */
+        private static Double rounded(Double v) {
+            return v == null || v.isNaN() || v.isInfinite() ? null : Math.round(v * 1e3) / 1e3;
         }
     }
 
@@ -634,64 +646,5 @@ public final class KernelBenchmark implements Callable<Integer> {
 
     private static String us(Double v) {
         return v == null ? "-" : String.format(Locale.ROOT, "%.2f", v);
-    }
-
-    // ---- JSON ----
-
-    /** One flat JSON object, fields in insertion order. */
-    static final class Json {
-        private final StringBuilder b = new StringBuilder("{");
-
-        private Json key(String k) {
-            if (b.length() > 1) {
-                b.append(',');
-            }
-            b.append('"').append(k).append("\":");
-            return this;
-        }
-
-        Json str(String k, String v) {
-            key(k);
-            if (v == null) {
-                b.append("null");
-            } else {
-                b.append('"');
-                for (int i = 0; i < v.length(); i++) {
-                    char c = v.charAt(i);
-                    switch (c) {
-                        case '"' -> b.append("\\\"");
-                        case '\\' -> b.append("\\\\");
-                        case '\n' -> b.append("\\n");
-                        case '\r' -> b.append("\\r");
-                        case '\t' -> b.append("\\t");
-                        default -> {
-                            if (c < 0x20) {
-                                b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                            } else {
-                                b.append(c);
-                            }
-                        }
-                    }
-                }
-                b.append('"');
-            }
-            return this;
-        }
-
-        Json num(String k, Number v) {
-            key(k);
-            b.append(v == null ? "null" : v.toString());
-            return this;
-        }
-
-        Json dec(String k, Double v) {
-            key(k);
-            b.append(v == null || v.isNaN() || v.isInfinite() ? "null" : String.format(Locale.ROOT, "%.3f", v));
-            return this;
-        }
-
-        String end() {
-            return b.append('}').toString();
-        }
     }
 }

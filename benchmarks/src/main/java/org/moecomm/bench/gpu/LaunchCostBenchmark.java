@@ -1,11 +1,5 @@
 package org.moecomm.bench.gpu;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -16,10 +10,13 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import org.moecomm.bench.JmhResults;
 import org.moecomm.bench.ResultFiles;
+import org.moecomm.bench.VersionProvider;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaFunction;
@@ -90,7 +87,7 @@ import picocli.CommandLine.Unmatched;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "-Dmoecomm.log.level=WARN")
+@Fork(value = 1, jvmArgsAppend = {"--sun-misc-unsafe-memory-access=allow", "-Dmoecomm.log.level=WARN"})
 public class LaunchCostBenchmark {
     /** Launches between two stream synchronisations. */
     static final int SYNC_EVERY = 256;
@@ -212,7 +209,7 @@ public class LaunchCostBenchmark {
     }
 
     /** The command line (a class of its own: JMH allows no fields in a benchmark class without a state). */
-    @Command(name = "launch-cost", mixinStandardHelpOptions = true,
+    @Command(name = "launch-cost", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
             description = "JMH: host time of one kernel launch from Java on a GPU (other arguments go to JMH).")
     static final class Cli implements Callable<Integer> {
         @Option(names = "--out-dir", defaultValue = ".", description = "Folder for <date>-<gpu>-gpu-launch-cost.json.")
@@ -285,29 +282,8 @@ public class LaunchCostBenchmark {
         return ResultFiles.fresh(dir, ResultFiles.name(date, deviceName, "gpu-launch-cost"));
     }
 
-    /**
-     * Adds {@code device, commit, command} to every entry of JMH's JSON and keeps the machine's
-     * paths out: the java binary, and the value of every JVM option that is an absolute path
-     * (the JavaCPP cache and temporary folders become {@code <path>}).
-     */
+    /** Adds {@code device, commit, command} to every entry of JMH's JSON, keeping the machine's paths out. */
     static void annotate(Path file, String device, String commit, String command) throws IOException {
-        ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-        JsonNode root = json.readTree(file.toFile());
-        for (JsonNode entry : root) {
-            if (entry instanceof ObjectNode o) {
-                o.put("device", device);
-                o.put("commit", commit);
-                o.put("command", command);
-                if (o.has("jvm")) {
-                    o.put("jvm", "java " + o.path("vmVersion").asText("?"));
-                }
-                if (o.get("jvmArgs") instanceof ArrayNode args) {
-                    for (int i = 0; i < args.size(); i++) {
-                        args.set(i, TextNode.valueOf(args.get(i).asText().replaceFirst("=/.*$", "=<path>")));
-                    }
-                }
-            }
-        }
-        json.writeValue(file.toFile(), root);
+        JmhResults.annotate(file, Map.of("device", device, "commit", commit, "command", command));
     }
 }

@@ -329,11 +329,11 @@ class KernelBenchmarkCpuTest {
     void statisticsGridAndNames() {
         KernelBenchmark.Stats s = KernelBenchmark.Stats.of(new double[] {4, 1, 3, 2});
         assertEquals(2.5, s.median());
-        assertEquals(4, s.p90());
+        assertEquals(3.7, s.p90(), 1e-12);
         assertEquals(1, s.min());
         double[] hundred = new double[100];
         Arrays.setAll(hundred, i -> 100 - i);
-        assertEquals(90, KernelBenchmark.Stats.of(hundred).p90());
+        assertEquals(90.1, KernelBenchmark.Stats.of(hundred).p90(), 1e-9);
         assertEquals(50.5, KernelBenchmark.Stats.of(hundred).median());
         assertEquals(2.0, KernelBenchmark.Stats.of(new double[] {1e-3}).gbps(2000), 1e-9); // 2000 B in 1 us
 
@@ -344,9 +344,6 @@ class KernelBenchmarkCpuTest {
                 KernelBenchmark.fileName(LocalDate.of(2026, 12, 2), "NVIDIA H200"));
         assertEquals("2026-12-02-h100-80gb-hbm3-gpu-kernels.json",
                 KernelBenchmark.fileName(LocalDate.of(2026, 12, 2), "NVIDIA H100 80GB HBM3"));
-
-        assertEquals("{\"a\":\"q\\\"\\\\\\n\",\"b\":null,\"c\":1.500,\"d\":7}",
-                new KernelBenchmark.Json().str("a", "q\"\\\n").dec("b", null).dec("c", 1.5).num("d", 7).end());
 
         Buf buf = Buf.of(java.lang.foreign.Arena.global().allocate(32));
         long[] p = GpuBenchDevice.params(new Object[] {buf, -1, 2.5f, 7L});

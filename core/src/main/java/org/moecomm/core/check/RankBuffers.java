@@ -89,7 +89,7 @@ public final class RankBuffers {
                 c.setAtIndex(ValueLayout.JAVA_INT, 0, -7);
                 c.setAtIndex(ValueLayout.JAVA_INT, 1, in.m());
                 c.setAtIndex(ValueLayout.JAVA_INT, 2, -7);
-                memory.copyFromHost(c, countBuf, 0);
+                memory.copyFromHost(countBuf, 0, c);
                 count = TokenCount.inBuffer(countBuf, 1);
             } else {
                 count = TokenCount.of(in.m());
@@ -105,7 +105,7 @@ public final class RankBuffers {
         }
         MemorySegment n = arena.allocate(heap.byteSize(), 16);
         n.copyFrom(heap);
-        memory.copyFromHost(n, dst, 0);
+        memory.copyFromHost(dst, 0, n);
     }
 
     /** Fills every output (dispatch outputs, expertY, out) with {@link #POISON}. */
@@ -157,7 +157,7 @@ public final class RankBuffers {
                     byte[] y = Workload.fakeExpert(c, expert, token, scales);
                     MemorySegment.copy(MemorySegment.ofArray(y), 0, ys, (long) r * yb, yb);
                 }
-                memory.copyFromHost(ys, expertY.buf(), i * cap * yb);
+                memory.copyFromHost(expertY.buf(), i * cap * yb, ys);
             }
         }
     }

@@ -25,7 +25,7 @@ public final class CpuDeviceMemory implements DeviceMemory, AutoCloseable {
     }
 
     @Override
-    public void copyFromHost(MemorySegment src, Buf dst, long dstOffset) {
+    public void copyFromHost(Buf dst, long dstOffset, MemorySegment src) {
         MemorySegment.copy(src, 0, dst.segment(), dstOffset, src.byteSize());
     }
 

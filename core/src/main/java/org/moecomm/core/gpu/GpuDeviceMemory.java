@@ -55,7 +55,7 @@ public final class GpuDeviceMemory implements DeviceMemory, AutoCloseable {
     }
 
     @Override
-    public synchronized void copyFromHost(MemorySegment src, Buf dst, long dstOffset) {
+    public synchronized void copyFromHost(Buf dst, long dstOffset, MemorySegment src) {
         ensureOpen();
         long n = src.byteSize();
         checkRange(dst, dstOffset, n, "copyFromHost");

@@ -14,17 +14,27 @@ import org.moecomm.core.backend.Transport;
 import org.moecomm.kernels.api.Buf;
 
 /**
- * {@link Transport} over NVSHMEM: symmetric memory, a bounded barrier, and what the handle's
- * communicating kernels need from the host (the error context their bounded waits report to, the
- * names of the signals, whether a peer is mapped). The protocol's puts, signals and waits are
- * not issued here: its kernels call the bridge's device functions themselves
- * ({@code KernelContext}'s one-sided methods, linked by {@link CheckedKernelRunner}).
+ * {@link Transport} over NVSHMEM for one PE (one process, one rank): symmetric memory, a bounded
+ * barrier, and what the handle's communicating kernels need from the host. It issues no puts,
+ * signals or waits of the protocol: the four kernels of a round ({@code AllToAllKernels}) call the
+ * bridge's device functions themselves ({@code KernelContext}'s one-sided methods, linked into
+ * their modules by {@link CheckedKernelRunner}), and the round state lives on the device.
  *
  * <ul>
+ *   <li>{@link #allocateSymmetric}: collective {@code nvshmem_malloc}, zeroed on the stream,
+ *       rounded to 256 bytes and counted against the symmetric heap ({@link SymmetricAccounting}:
+ *       running out names what this rank holds and what {@code NVSHMEM_SYMMETRIC_SIZE} to set);</li>
+ *   <li>{@link #waitErrors} / {@link #registerWaits}: the device-side error record the kernels'
+ *       bounded waits report to, and the names of those waits (a timed-out wait is raised as a
+ *       {@link org.moecomm.core.WaitTimeoutException} naming the peer and the signal at the next
+ *       {@link #synchronize} or {@link #checkErrors});</li>
  *   <li>{@link #barrier}: a bounded barrier kernel over a symmetric word per PE, then a stream
- *       synchronisation; a PE that does not arrive within the handle's timeout is raised as a
- *       {@link org.moecomm.core.WaitTimeoutException};</li>
- *   <li>{@link #peerAddress} / {@link #mapped}: {@code nvshmem_ptr}.</li>
+ *       synchronisation; a PE that does not arrive within the handle's timeout is raised the same
+ *       way;</li>
+ *   <li>{@link #peerAddress} / {@link #mapped}: {@code nvshmem_ptr}, which decides whether a peer is
+ *       written by direct stores or by staged non-blocking puts;</li>
+ *   <li>{@link #stream}: the rank's stream, on which everything is enqueued (and which
+ *       {@code RoundGraph} captures).</li>
  * </ul>
  *
  * <p>Symmetric allocation and {@link #close()} are collective (NVSHMEM's {@code nvshmem_malloc}

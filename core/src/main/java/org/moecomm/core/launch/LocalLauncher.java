@@ -604,72 +604,12 @@ public final class LocalLauncher {
     }
 
     /**
-     * Command line: {@code LocalLauncher [-n W] [--gpus shared|per-rank|none] [--devices 0,1,..]
-     * [--timeout SECONDS] [--jvm OPTION]... [--env NAME=VALUE]... MAIN_CLASS [ARGS...]}.
-     * Exits with 0 when every rank succeeded, else with the failing rank's exit code (1 if none).
+     * The command line ({@link LauncherCommand}): {@code LocalLauncher [-n W] [--gpus shared|per-rank|none]
+     * [--devices 0,1,..] [--timeout SECONDS] [--jvm OPTION]... [--env NAME=VALUE]... MAIN_CLASS [ARGS...]}.
+     * Exits with 0 when every rank succeeded, 2 for a bad option, else with the failing rank's exit
+     * code (1 if none).
      */
     public static void main(String[] argv) {
-        Builder b = builder();
-        int i = 0;
-        try {
-            while (i < argv.length && argv[i].startsWith("-")) {
-                String a = argv[i++];
-                switch (a) {
-                    case "-n", "--ranks" -> b.worldSize(Integer.parseInt(value(argv, i++, a)));
-                    case "--gpus" -> b.gpuPolicy(switch (value(argv, i++, a)) {
-                        case "shared" -> GpuPolicy.SHARED;
-                        case "per-rank" -> GpuPolicy.PER_RANK;
-                        case "none" -> GpuPolicy.NONE;
-                        default -> throw new IllegalArgumentException("--gpus takes shared, per-rank or none");
-                    });
-                    case "--devices" -> b.devices(Arrays.asList(value(argv, i++, a).split(",")));
-                    case "--timeout" -> b.timeout(Duration.ofSeconds(Long.parseLong(value(argv, i++, a))));
-                    case "--jvm" -> b.jvmOption(value(argv, i++, a));
-                    case "--env" -> {
-                        String kv = value(argv, i++, a);
-                        int eq = kv.indexOf('=');
-                        if (eq < 1) {
-                            throw new IllegalArgumentException("--env takes NAME=VALUE, got " + kv);
-                        }
-                        b.env(kv.substring(0, eq), kv.substring(eq + 1));
-                    }
-                    case "-h", "--help" -> {
-                        usage(System.out);
-                        return;
-                    }
-                    default -> throw new IllegalArgumentException("unknown option " + a);
-                }
-            }
-            if (i >= argv.length) {
-                throw new IllegalArgumentException("no main class given");
-            }
-            b.mainClass(argv[i++]);
-            b.args(Arrays.asList(argv).subList(i, argv.length));
-        } catch (IllegalArgumentException e) {
-            System.err.println("LocalLauncher: " + e.getMessage());
-            usage(System.err);
-            System.exit(2);
-            return;
-        }
-        try {
-            Result r = b.build().run();
-            System.out.println("[launcher] all " + r.exitCodes().length + " ranks succeeded in "
-                    + r.elapsed().toMillis() + " ms");
-        } catch (LaunchException e) {
-            System.err.println("[launcher] " + e.getMessage());
-            System.exit(e.exitCode() != 0 ? e.exitCode() : 1);
-        }
-    }
-
-    private static String value(String[] argv, int i, String option) {
-        if (i >= argv.length) {
-            throw new IllegalArgumentException(option + " needs a value");
-        }
-        return argv[i];
-    }
-
-    private static void usage(PrintStream out) {
-        out.println("usage: LocalLauncher [-n W] [--gpus shared|per-rank|none] [--devices 0,1,..] [--timeout SECONDS]"
-                + " [--jvm OPTION]... [--env NAME=VALUE]... MAIN_CLASS [ARGS...]");
+        System.exit(LauncherCommand.execute(argv));
     }
 }

@@ -153,7 +153,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
             puts += direct ? 0 : 1;
         }
         this.anyPut = puts > 0 ? 1 : 0;
-        memory.copyFromHost(MemorySegment.ofArray(modes), peerModes, 0);
+        memory.copyFromHost(peerModes, 0, MemorySegment.ofArray(modes));
         // the kernels' waits report tag waitTag + signal word index
         String[] names = new String[layout.signalCount()];
         for (int g = 0; g < config.numGroups(); g++) {

@@ -133,7 +133,7 @@ class AbortTest {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(4);
             s.set(ValueLayout.JAVA_INT, 0, id);
-            h.memory().copyFromHost(s, in.indices().buf(), 4L * (token * h.config().topK() + slot));
+            h.memory().copyFromHost(in.indices().buf(), 4L * (token * h.config().topK() + slot), s);
         }
     }
 

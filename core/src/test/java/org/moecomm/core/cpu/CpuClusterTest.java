@@ -45,7 +45,7 @@ class CpuClusterTest {
             }
             MemorySegment host = arena.allocate(8);
             host.set(ValueLayout.JAVA_LONG, 0, 0x1122334455667788L);
-            mem.copyFromHost(host, b, 16);
+            mem.copyFromHost(b, 16, host);
             assertEquals(0x1122334455667788L, b.getLong(2));
             MemorySegment back = arena.allocate(4);
             mem.copyToHost(b, 20, back);

@@ -43,9 +43,9 @@ public final class BadExpertIdMain {
                 try (Arena a = Arena.ofConfined()) {
                     MemorySegment s = a.allocate(4);
                     s.set(ValueLayout.JAVA_INT, 0, bad);
-                    h.memory().copyFromHost(s, in.indices().buf(), 4L * (token * config.topK() + slot));
+                    h.memory().copyFromHost(in.indices().buf(), 4L * (token * config.topK() + slot), s);
                     if (repeat) { // the same expert in an earlier slot of the token
-                        h.memory().copyFromHost(s, in.indices().buf(), 4L * (token * config.topK()));
+                        h.memory().copyFromHost(in.indices().buf(), 4L * (token * config.topK()), s);
                     }
                 }
                 h.dispatchSend(in); // runs: the id is checked on the device

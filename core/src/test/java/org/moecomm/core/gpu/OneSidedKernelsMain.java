@@ -93,9 +93,9 @@ public final class OneSidedKernelsMain {
             for (int round = 1; round <= ROUNDS; round++) {
                 Sent mine = Sent.of(rank, round, world);
                 host.copyFrom(MemorySegment.ofArray(mine.bytes()));
-                mem.copyFromHost(host, send, 0);
+                mem.copyFromHost(send, 0, host);
                 ints.copyFrom(MemorySegment.ofArray(mine.rows()));
-                mem.copyFromHost(ints, rows, 0);
+                mem.copyFromHost(rows, 0, ints);
                 mem.fill(recv.local(), POISON);
                 mem.fill(arrived, (byte) 0xFF);
                 t.barrier(); // every rank poisoned before anyone puts

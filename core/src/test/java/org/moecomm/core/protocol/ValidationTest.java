@@ -78,7 +78,7 @@ class ValidationTest {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment s = a.allocate(4);
                 s.set(ValueLayout.JAVA_INT, 0, id);
-                mem().copyFromHost(s, in.indices().buf(), 4L * (token * h.config().topK() + slot));
+                mem().copyFromHost(in.indices().buf(), 4L * (token * h.config().topK() + slot), s);
             }
         }
     }
@@ -172,7 +172,7 @@ class ValidationTest {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment s = a.allocate(4);
                 s.set(ValueLayout.JAVA_INT, 0, 12);
-                c.mem().copyFromHost(s, count, 0);
+                c.mem().copyFromHost(count, 0, s);
             }
             Tensor fiveRows = c.mem().allocate(DType.BF16, 5, 256);
             String rows = assertIllegalArgument("x", () -> c.h().dispatchSend(new DispatchInput(fiveRows, null,
@@ -197,7 +197,7 @@ class ValidationTest {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment s = a.allocate(8);
                 s.setAtIndex(ValueLayout.JAVA_INT, 1, 12);
-                c.mem().copyFromHost(s, buf, 0);
+                c.mem().copyFromHost(buf, 0, s);
             }
             assertIllegalArgument("count", () -> c.h().dispatchSend(
                     new DispatchInput(bigX, null, bigIdx, TokenCount.inBuffer(buf, 1))));

@@ -93,7 +93,18 @@ public final class CpuKernelRunner implements KernelRunner {
         Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
         checkArguments(kernel, r.parameters(), arguments);
         MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
-        new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
+        try {
+            new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
+        } catch (KernelExecutionException e) {
+            for (Throwable c = e; c != null; c = c.getCause()) {
+                if (c instanceof WrongThreadException) {
+                    throw new KernelExecutionException(e.getMessage() + ": a Buf of a confined arena (Arena.ofConfined())"
+                            + " was passed; kernel threads are other threads than its owner: allocate kernel buffers"
+                            + " from Arena.ofShared() or Arena.global()", e);
+                }
+            }
+            throw e;
+        }
     }
 
     private static Resolved resolve(Kernel kernel) {

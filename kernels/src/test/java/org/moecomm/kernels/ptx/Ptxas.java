@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Assumptions;
  * Runs NVIDIA's {@code ptxas} (found on {@code PATH} or in {@code $CUDA_HOME/bin}) on PTX text,
  * for tests. Tests that need it are skipped, with the reason, where it is not installed.
  */
-final class Ptxas {
+public final class Ptxas {
     private static final Optional<Path> PTXAS = locate();
 
     private Ptxas() {
@@ -54,8 +54,8 @@ final class Ptxas {
     }
 
     /** What ptxas said about one module. */
-    record Result(int exitCode, String output) {
-        boolean ok() {
+    public record Result(int exitCode, String output) {
+        public boolean ok() {
             return exitCode == 0;
         }
     }
@@ -64,7 +64,7 @@ final class Ptxas {
      * Assembles {@code ptx} for {@code sm} in a scratch directory under {@code tempDir}; as
      * relocatable code when it calls external device functions.
      */
-    static Result assemble(String ptx, String sm, Path tempDir, String name) throws IOException, InterruptedException {
+    public static Result assemble(String ptx, String sm, Path tempDir, String name) throws IOException, InterruptedException {
         assumeAvailable();
         Path dir = Files.createTempDirectory(tempDir, "ptxas-");
         Path in = dir.resolve(name + ".ptx");

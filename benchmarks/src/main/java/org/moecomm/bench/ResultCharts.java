@@ -1,0 +1,146 @@
+package org.moecomm.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.text.DecimalFormat;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.jfree.chart.ChartFactory;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.plot.CategoryPlot;
+import org.jfree.chart.plot.PlotOrientation;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.data.category.DefaultCategoryDataset;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+/**
+ * The PNG charts of the results (JFreeChart, drawn without a display): per world size, dispatch
+ * and combine latency against tokens per rank, ours (plain launches and graph replay) against
+ * the reference library's figures; the kernels' GB/s against the device's copy bandwidth; the
+ * CPU backend's JMH means.
+ */
+final class ResultCharts {
+    static final int WIDTH = 900;
+    static final int HEIGHT = 520;
+    private static final String PRESET = "deepseek-v3";
+
+    private ResultCharts() {
+    }
+
+    /** {@code phase-latency-w<W>.png}: ours (from {@code ours}' lines of W and the preset) and the reference's. */
+    static Path phaseLatency(Path dir, int world, List<JsonNode> ours, List<JsonNode> reference, String referenceName)
+            throws IOException {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (String half : List.of("dispatch", "combine")) {
+            for (LaunchMode mode : LaunchMode.values()) {
+                XYSeries s = new XYSeries("ours " + half + " (" + mode.label() + ")");
+                for (JsonNode r : ours) {
+                    if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())
+                            && PhaseJson.launch(r) == mode && r.hasNonNull(half + "MedianUs")) {
+                        s.add(r.path("tokens").asInt(), r.get(half + "MedianUs").asDouble());
+                    }
+                }
+                if (!s.isEmpty()) {
+                    data.addSeries(s);
+                }
+            }
+            XYSeries ref = new XYSeries(referenceName + " " + half);
+            for (JsonNode r : reference) {
+                if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())) {
+                    ref.add(r.path("tokens").asInt(), r.get(half + "MedianUs").asDouble());
+                }
+            }
+            if (!ref.isEmpty()) {
+                data.addSeries(ref);
+            }
+        }
+        JFreeChart chart = ChartFactory.createXYLineChart(String.format(Locale.ROOT,
+                "%s, W = %d on one GPU: median latency per half", PRESET, world), "tokens per rank", "us", data,
+                PlotOrientation.VERTICAL, true, false, false);
+        XYPlot plot = chart.getXYPlot();
+        LogAxis tokens = new LogAxis("tokens per rank");
+        tokens.setBase(2);
+        tokens.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
+        tokens.setNumberFormatOverride(new DecimalFormat("0"));
+        plot.setDomainAxis(tokens);
+        LogAxis micros = new LogAxis("median us (log scale)");
+        micros.setNumberFormatOverride(new DecimalFormat("0"));
+        plot.setRangeAxis(micros);
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        for (int i = 0; i < data.getSeriesCount(); i++) {
+            String key = data.getSeriesKey(i).toString();
+            renderer.setSeriesPaint(i, key.contains("dispatch") ? new Color(0x1f77b4) : new Color(0xd62728));
+            renderer.setSeriesStroke(i, key.startsWith("ours") ? new BasicStroke(key.contains("graph") ? 2.5f : 1.5f)
+                    : new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 1f, new float[] {6f, 4f}, 0f));
+        }
+        plot.setRenderer(renderer);
+        return write(chart, dir.resolve("phase-latency-w" + world + ".png"));
+    }
+
+    /** {@code kernel-bandwidth.png}: each kernel's GB/s (Java-compiled, CUDA C++ twin) and the copy bandwidth. */
+    static Path kernelBandwidth(Path dir, List<JsonNode> kernels) throws IOException {
+        DefaultCategoryDataset data = new DefaultCategoryDataset();
+        for (JsonNode r : kernels) {
+            String column = r.path("kernel").asText() + " @ " + r.path("tokens").asInt();
+            data.addValue(r.path("javaGBps").asDouble(), "Java-compiled", column);
+            if (r.hasNonNull("twinGBps")) {
+                data.addValue(r.get("twinGBps").asDouble(), "CUDA C++ twin", column);
+            }
+            data.addValue(r.path("copyGBps").asDouble(), "device copy", column);
+        }
+        JFreeChart chart = ChartFactory.createBarChart("Kernels on one GPU: GB/s (bytes read + written / median)",
+                "kernel @ tokens per rank", "GB/s", data, PlotOrientation.VERTICAL, true, false, false);
+        return write(chart, dir.resolve("kernel-bandwidth.png"));
+    }
+
+    /** {@code cpu-backend-jmh.png}: the CPU backend's JMH mean per operation, preset and tokens, in ms. */
+    static Path cpuBackend(Path dir, JsonNode jmh) throws IOException {
+        DefaultCategoryDataset data = new DefaultCategoryDataset();
+        for (JsonNode run : jmh) {
+            String name = run.path("benchmark").asText();
+            JsonNode params = run.path("params");
+            data.addValue(run.path("primaryMetric").path("score").asDouble() / 1e3, name.substring(name.lastIndexOf('.') + 1),
+                    params.path("preset").asText() + " @ " + params.path("tokens").asText());
+        }
+        JFreeChart chart = ChartFactory.createBarChart("CPU backend, W = 4 ranks as threads of one JVM (JMH mean)",
+                "preset @ tokens per rank", "ms per operation", data, PlotOrientation.VERTICAL, true, false, false);
+        ((CategoryPlot) chart.getPlot()).getRangeAxis().setLowerBound(0);
+        return write(chart, dir.resolve("cpu-backend-jmh.png"));
+    }
+
+    /** Every chart the results allow, into {@code dir}; returns the files written. */
+    static List<Path> writeAll(Path dir, JsonNode jmh, List<JsonNode> kernels, Map<Integer, List<JsonNode>> phasesPerWorld,
+            List<JsonNode> reference, String referenceName) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        Files.createDirectories(dir);
+        List<Path> written = new ArrayList<>();
+        for (Map.Entry<Integer, List<JsonNode>> e : phasesPerWorld.entrySet()) {
+            written.add(phaseLatency(dir, e.getKey(), e.getValue(), reference, referenceName));
+        }
+        if (!kernels.isEmpty()) {
+            written.add(kernelBandwidth(dir, kernels));
+        }
+        if (jmh != null) {
+            written.add(cpuBackend(dir, jmh));
+        }
+        return written;
+    }
+
+    private static Path write(JFreeChart chart, Path file) throws IOException {
+        chart.setBackgroundPaint(Color.WHITE);
+        chart.getPlot().setBackgroundPaint(Color.WHITE);
+        ChartUtils.saveChartAsPNG(file.toFile(), chart, WIDTH, HEIGHT);
+        return file;
+    }
+}

@@ -58,9 +58,9 @@ public final class CpuKernelRunner implements KernelRunner {
         /** A virtual thread per kernel thread (the reference the loop form is checked against). */
         THREADS;
 
-        /** The system property {@code moecomm.cpu.execution} ({@code loops} or {@code threads}), else {@link #THREADS}. */
+        /** The system property {@code moecomm.cpu.execution} ({@code loops} or {@code threads}), else {@link #LOOPS}. */
         public static Execution byDefault() {
-            return System.getProperty("moecomm.cpu.execution", "threads").equalsIgnoreCase("loops") ? LOOPS : THREADS;
+            return System.getProperty("moecomm.cpu.execution", "loops").equalsIgnoreCase("threads") ? THREADS : LOOPS;
         }
     }
 
@@ -69,7 +69,7 @@ public final class CpuKernelRunner implements KernelRunner {
     private final Execution execution;
     private final ConcurrentHashMap<Kernel, Resolved> resolved = new ConcurrentHashMap<>();
 
-    private record Resolved(Class<?>[] parameters, MethodHandle handle) {
+    private record Resolved(Method method, Class<?>[] parameters, MethodHandle handle) {
     }
 
     /** A runner that runs up to {@code availableProcessors()} blocks at once. */
@@ -154,7 +154,7 @@ public final class CpuKernelRunner implements KernelRunner {
         Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
         checkArguments(kernel, r.parameters(), arguments);
         if (execution == Execution.LOOPS) {
-            Optional<LoopForm> form = loopForm(kernel.method());
+            Optional<LoopForm> form = loopForm(r.method());
             if (form.isPresent()) {
                 new LoopLaunch(kernel, grid, form.get(), arguments, maxConcurrentBlocks, peers).run();
                 return;
@@ -168,7 +168,7 @@ public final class CpuKernelRunner implements KernelRunner {
         Method method = kernel.method();
         try {
             method.setAccessible(true);
-            return new Resolved(method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
+            return new Resolved(method, method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
         } catch (IllegalAccessException | RuntimeException e) {
             throw new IllegalArgumentException("kernel " + kernel + ": cannot access " + method + ": " + e.getMessage(), e);
         }

@@ -51,6 +51,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
@@ -70,8 +71,8 @@ import org.moecomm.kernels.api.KernelContext;
  *
  * <p>The types of the locals at a split point come from the JDK's own verifier inference: a first
  * build of the method marks each split point with a branch target, and the stack map frame the
- * class-file library computes there lists every local and its type. Locals are saved by slot, so
- * no liveness analysis is needed.
+ * class-file library computes there lists every local and its type. Of those, only the locals read
+ * later ({@link Liveness}) are saved, by slot.
  *
  * <p>What cannot be transformed throws {@link Unsupported} with the reason; the runner then runs
  * the kernel with a virtual thread per kernel thread.
@@ -144,7 +145,7 @@ final class LoopFormCompiler {
         Emission first = new Emission(method, null);
         byte[] probe = cf.build(name, c -> c.withMethodBody("run", runType,
                 ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, first::emitBody));
-        List<VerificationTypeInfo[]> frames = framesAtSites(cf.parse(probe), first.sites.size());
+        List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size());
 
         // Pass 2: the same code, with saves, returns, and the restoring switch at the start.
         Emission second = new Emission(method, frames);
@@ -170,13 +171,24 @@ final class LoopFormCompiler {
         }
     }
 
-    /** The types of the locals at each split point of the probe (frame k - 1 is split point k). */
-    private static List<VerificationTypeInfo[]> framesAtSites(ClassModel probe, int sites) throws Unsupported {
+    /** A local that a split point saves: its slot and type. */
+    private record Saved(int slot, VerificationTypeInfo type) {
+    }
+
+    /**
+     * The locals to save at each split point of the probe (list k - 1 is split point k): those of
+     * the kernel's slots that hold a value there (the stack map frame) that is read later (liveness).
+     */
+    private static List<List<Saved>> framesAtSites(ClassModel probe, int sites) throws Unsupported {
         CodeAttribute code = probe.methods().getFirst().findAttribute(Attributes.code()).orElseThrow();
         Map<Integer, StackMapFrameInfo> byBci = new HashMap<>();
         code.findAttribute(Attributes.stackMapTable()).ifPresent(t -> t.entries()
                 .forEach(f -> byBci.put(code.labelToBci(f.target()), f)));
-        VerificationTypeInfo[][] frames = new VerificationTypeInfo[sites][];
+        Liveness liveness = new Liveness(code);
+        List<List<Saved>> frames = new ArrayList<>();
+        for (int k = 0; k < sites; k++) {
+            frames.add(null);
+        }
         Label last = null;
         int pendingSite = -1;
         for (CodeElement e : code) {
@@ -191,12 +203,21 @@ final class LoopFormCompiler {
                     throw new Unsupported("values on the operand stack at a barrier or wait (split point "
                             + pendingSite + "): it is called inside an expression");
                 }
-                frames[pendingSite - 1] = f.locals().toArray(VerificationTypeInfo[]::new);
+                BitSet live = liveness.liveAt(last);
+                List<Saved> saved = new ArrayList<>();
+                int slot = 0;
+                for (VerificationTypeInfo t : f.locals()) {
+                    if (slot >= FIRST_KERNEL_SLOT && live.get(slot) && t != SimpleVerificationTypeInfo.TOP) {
+                        saved.add(new Saved(slot, t));
+                    }
+                    slot += width(t);
+                }
+                frames.set(pendingSite - 1, saved);
             } else if (e instanceof Instruction) {
                 pendingSite = -1;
             }
         }
-        return List.of(frames);
+        return frames;
     }
 
     private static int codeLength(ClassModel cls) {
@@ -207,7 +228,7 @@ final class LoopFormCompiler {
     private final class Emission {
         private final MethodModel kernel;
         /** Local types at each split point; {@code null} in the first pass. */
-        private final List<VerificationTypeInfo[]> frames;
+        private final List<List<Saved>> frames;
         /** Split points so far: true for a wait, false for a barrier. */
         final List<Boolean> sites = new ArrayList<>();
         private final List<Label> resumeAt = new ArrayList<>();
@@ -215,7 +236,7 @@ final class LoopFormCompiler {
         int nextSlot;
         private CodeBuilder cb;
 
-        Emission(MethodModel kernel, List<VerificationTypeInfo[]> frames) {
+        Emission(MethodModel kernel, List<List<Saved>> frames) {
             this.kernel = kernel;
             this.frames = frames;
             int kernelSlots = kernel.findAttribute(Attributes.code()).orElseThrow().maxLocals();
@@ -479,13 +500,8 @@ final class LoopFormCompiler {
         }
 
         private void saveAndReturn(int k) {
-            VerificationTypeInfo[] frame = frames.get(k - 1);
-            int slot = 0;
-            for (VerificationTypeInfo t : frame) {
-                if (slot >= FIRST_KERNEL_SLOT) {
-                    saveLocal(slot, t);
-                }
-                slot += width(t);
+            for (Saved l : frames.get(k - 1)) {
+                saveLocal(l.slot(), l.type());
             }
             cb.loadConstant(k);
             cb.ireturn();
@@ -531,13 +547,9 @@ final class LoopFormCompiler {
             }
         }
 
-        private void restoreLocals(VerificationTypeInfo[] frame) {
-            int slot = 0;
-            for (VerificationTypeInfo t : frame) {
-                if (slot >= FIRST_KERNEL_SLOT) {
-                    restoreLocal(slot, t);
-                }
-                slot += width(t);
+        private void restoreLocals(List<Saved> locals) {
+            for (Saved l : locals) {
+                restoreLocal(l.slot(), l.type());
             }
         }
 

@@ -18,7 +18,7 @@ final class BlockPool {
     private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(
             r -> daemon(r, "moecomm-cpu-block-timer"));
     /** Resubmissions of a stalled block before it is put back only after a pause. */
-    private static final int SPINS = 64;
+    private static final int SPINS = 4;
     private static final long PAUSE_MICROS = 50;
 
     private BlockPool() {

@@ -7,7 +7,10 @@ jar="$root/benchmarks/target/moecomm-benchmarks.jar"
 [ -f "$jar" ] || "$root/scripts/install.sh"
 java_home=$("$root/scripts/java-home.sh")
 mkdir -p "$root/benchmarks/results"
-out="$root/benchmarks/results/$(date -u +%Y-%m-%d)-$(uname -m)-$(nproc)cpu-jmh-cpu-backend.json"
+stem="$root/benchmarks/results/$(date -u +%Y-%m-%d)-$(uname -m)-$(nproc)cpu-jmh-cpu-backend"
+# never overwrite an earlier result: a later run of the same day gets -2, -3, ... (as ResultFiles does)
+out="$stem.json"
+for ((i = 2; ; i++)); do [ -e "$out" ] || break; out="$stem-$i.json"; done
 "$java_home/bin/java" --enable-native-access=ALL-UNNAMED -jar "$jar" jmh CpuBackendBenchmark -rf json -rff "$out" "$@"
 # Record the command in the results and keep machine paths out of them.
 cmd="scripts/bench-jmh.sh $*"

@@ -14,6 +14,8 @@ for ((i = 2; ; i++)); do [ -e "$out" ] || break; out="$stem-$i.json"; done
 "$java_home/bin/java" --enable-native-access=ALL-UNNAMED -jar "$jar" jmh CpuBackendBenchmark -rf json -rff "$out" "$@"
 # Record the command in the results and keep machine paths out of them.
 cmd="scripts/bench-jmh.sh $*"
+# the command goes into a sed replacement: escape what sed would read there (\, |, &)
+cmd=$(printf '%s' "$cmd" | sed -e 's/[\\|&]/\\&/g')
 sed -i -e "s|\"jvm\" : \"[^\"]*\"|\"jvm\" : \"java from scripts/java-home.sh\"|" \
        -e "s|\"jmhVersion\" : |\"command\" : \"${cmd% }\",\n        \"jmhVersion\" : |" "$out"
 echo "results: ${out#"$root"/}"

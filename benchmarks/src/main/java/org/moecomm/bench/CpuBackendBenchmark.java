@@ -1,5 +1,7 @@
 package org.moecomm.bench;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -44,7 +46,7 @@ public class CpuBackendBenchmark {
 
     @State(Scope.Benchmark)
     public static class World {
-        @Param({"deepseek-v2-lite", "qwen3-30b-a3b"})
+        @Param({"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3"})
         public String preset;
 
         @Param({"1", "128"})
@@ -55,11 +57,20 @@ public class CpuBackendBenchmark {
         final List<MoeAllToAll> handles = new ArrayList<>();
         final List<RankBuffers> buffers = new ArrayList<>();
         final List<DispatchInput> inputs = new ArrayList<>();
+        /** The baseline: a round's logical bytes (every rank's dispatch and combine) as one plain copy. */
+        Arena copyArena;
+        MemorySegment copySrc;
+        MemorySegment copyDst;
 
         @Setup(Level.Trial)
         public void setUp() {
             MoeConfig config = Preset.byLabel(preset).config(WORLD, 1, tokens).build();
             Workload workload = Workload.generate(config, 7, Workload.Options.defaults().tokens(tokens));
+            TrafficModel traffic = TrafficModel.of(workload, 0);
+            long roundBytes = traffic.logicalDispatchBytes() + traffic.logicalCombineBytes();
+            copyArena = Arena.ofShared();
+            copySrc = copyArena.allocate(roundBytes, 64).fill((byte) 1);
+            copyDst = copyArena.allocate(roundBytes, 64).fill((byte) 0);
             cluster = CpuCluster.create(WORLD);
             workers = new RankWorkers(WORLD);
             for (int r = 0; r < WORLD; r++) {
@@ -97,6 +108,7 @@ public class CpuBackendBenchmark {
             workers.run(rank -> handles.get(rank).close());
             workers.close();
             cluster.close();
+            copyArena.close();
         }
     }
 
@@ -128,6 +140,15 @@ public class CpuBackendBenchmark {
     @Benchmark
     public void combine(World world, BeforeCombine before) {
         world.combine();
+    }
+
+    /**
+     * The baseline of {@link #round}: one {@code MemorySegment.copy} of the bytes a round moves
+     * (the logical bytes of every rank's dispatch and combine), on one thread.
+     */
+    @Benchmark
+    public void copy(World world) {
+        MemorySegment.copy(world.copySrc, 0, world.copyDst, 0, world.copySrc.byteSize());
     }
 
     /** Dispatch then combine; the expert outputs are those of the setup's round (their values do not change the work). */

@@ -1,7 +1,5 @@
 package org.moecomm.kernels.cpu;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.ObjIntConsumer;
@@ -18,7 +16,7 @@ import org.moecomm.kernels.api.KernelContext;
  * therefore stays sequential and any other block turns parallel at thread 0's first barrier.
  * A thread about to wait for a signal turns the block parallel too ({@link #beforeWait}).
  */
-final class BlockExecution implements Runnable {
+final class BlockExecution extends Block implements Runnable {
     /** Thrown in threads released from a barrier because the launch failed; not a failure itself. */
     static final class Aborted extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -38,11 +36,6 @@ final class BlockExecution implements Runnable {
     static volatile ObjIntConsumer<BlockExecution> afterArrival;
 
     final KernelLaunch launch;
-    final int bx;
-    final int by;
-    final int threads;
-
-    private final List<Object> localArrays = new ArrayList<>();
     private final AtomicInteger arrived = new AtomicInteger();
     /** Threads that have finished (package-private for tests). */
     final AtomicInteger exited = new AtomicInteger();
@@ -51,10 +44,8 @@ final class BlockExecution implements Runnable {
     private volatile Thread[] workers;
 
     BlockExecution(KernelLaunch launch, int bx, int by) {
+        super(launch.kernel, launch.grid, launch.peers, bx, by);
         this.launch = launch;
-        this.bx = bx;
-        this.by = by;
-        this.threads = launch.grid.threads();
     }
 
     /** The sequential phase, on the block's own virtual thread. */
@@ -98,7 +89,7 @@ final class BlockExecution implements Runnable {
         }
     }
 
-    /** {@link KernelContext#localBarrier()} for thread {@code thread}. */
+    @Override
     void barrier(int thread) {
         if (launch.failed()) {
             throw ABORTED;
@@ -151,10 +142,10 @@ final class BlockExecution implements Runnable {
     }
 
     /**
-     * Called by thread {@code thread} before it waits for something other threads do (a signal
-     * another rank or a later thread of this block sends): a sequential block turns parallel
-     * there, since the threads after this one would otherwise never run while it waits.
+     * A sequential block turns parallel here, since the threads after this one would otherwise
+     * never run while it waits.
      */
+    @Override
     void beforeWait(int thread) {
         if (!parallel && threads > 1) {
             goParallel(thread);
@@ -197,31 +188,5 @@ final class BlockExecution implements Runnable {
                 LockSupport.unpark(t);
             }
         }
-    }
-
-    /** The block's {@code index}-th shared array, created by whichever thread asks first. */
-    synchronized Object localArray(int index, Class<?> type, int length) {
-        if (index < localArrays.size()) {
-            Object a = localArrays.get(index);
-            int existing = java.lang.reflect.Array.getLength(a);
-            if (a.getClass() != type || existing != length) {
-                throw new IllegalStateException("local array " + index + " of block (" + bx + ", " + by
-                        + ") was allocated as " + a.getClass().getSimpleName().replace("[]", "[" + existing + "]")
-                        + " by another thread but is requested as "
-                        + type.getSimpleName().replace("[]", "[" + length + "]")
-                        + ": every thread must allocate the same arrays in the same order");
-            }
-            return a;
-        }
-        Object a;
-        if (type == int[].class) {
-            a = new int[length];
-        } else if (type == float[].class) {
-            a = new float[length];
-        } else {
-            a = new long[length];
-        }
-        localArrays.add(a);
-        return a;
     }
 }

@@ -17,11 +17,15 @@ final class CpuKernelContext implements KernelContext {
     private static final VarHandle SEGMENT_LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle ARRAY_INT = MethodHandles.arrayElementVarHandle(int[].class);
 
-    private final BlockExecution block;
+    private static final long NOT_WAITING = Long.MIN_VALUE;
+
+    private final Block block;
     private final int thread;
     private int allocations;
+    /** When the pending {@link #pollWait} first failed, {@link #NOT_WAITING} when none is pending. */
+    private long waitStart = NOT_WAITING;
 
-    CpuKernelContext(BlockExecution block, int thread) {
+    CpuKernelContext(Block block, int thread) {
         this.block = block;
         this.thread = thread;
     }
@@ -53,17 +57,17 @@ final class CpuKernelContext implements KernelContext {
 
     @Override
     public int numGroupsX() {
-        return block.launch.grid.blocksX();
+        return block.grid.blocksX();
     }
 
     @Override
     public int numGroupsY() {
-        return block.launch.grid.blocksY();
+        return block.grid.blocksY();
     }
 
     @Override
     public int globalGroupSizeX() {
-        return block.launch.grid.blocksX() * block.threads;
+        return block.grid.blocksX() * block.threads;
     }
 
     @Override
@@ -123,6 +127,13 @@ final class CpuKernelContext implements KernelContext {
         // Block-collective, like the GPU's: everyone arrives, one thread moves the bytes and then
         // publishes the signal (release), everyone leaves.
         block.barrier(thread);
+        putSignalOnce(call, peers, dst, src, bytes, signal, value, pe, add);
+        block.barrier(thread);
+    }
+
+    /** The part of a block-collective put with signal between its two barriers: thread 0 does it. */
+    void putSignalOnce(String call, PeerMemory peers, Buf dst, Buf src, long bytes, Buf signal, long value, int pe,
+                       boolean add) {
         if (thread == 0) {
             put(call, peers, dst, src, bytes, pe);
             MemorySegment word = peers.onPeer(signal, pe).segment();
@@ -132,7 +143,6 @@ final class CpuKernelContext implements KernelContext {
                 SEGMENT_LONG.setRelease(word, 0L, value);
             }
         }
-        block.barrier(thread);
     }
 
     @Override
@@ -151,8 +161,6 @@ final class CpuKernelContext implements KernelContext {
         if ((long) SEGMENT_LONG.getAcquire(word, 0L) >= value) {
             return true;
         }
-        // On the JVM the error context is the abort word (8 bytes), or empty: nothing to watch.
-        MemorySegment abort = errors.byteSize() >= Long.BYTES ? errors.segment() : null;
         block.beforeWait(thread);
         long start = System.nanoTime();
         for (int polls = 0; ; polls++) {
@@ -160,10 +168,7 @@ final class CpuKernelContext implements KernelContext {
             if (seen >= value) {
                 return true;
             }
-            long aborted = abort != null ? (long) SEGMENT_LONG.getAcquire(abort, 0L) : 0L;
-            if (aborted != 0) {
-                throw new PeerWaitAbortedException(rank, peer, tag, aborted);
-            }
+            checkAbort(errors, rank, peer, tag);
             long waited = System.nanoTime() - start;
             if (waited >= timeoutNanos) {
                 throw new PeerWaitTimeoutException(rank, peer, tag, value, seen, waited);
@@ -173,6 +178,49 @@ final class CpuKernelContext implements KernelContext {
                 Thread.yield();
             } else {
                 LockSupport.parkNanos(20_000);
+            }
+        }
+    }
+
+    /**
+     * One look at the signal word of a {@link #waitAtLeast} that a thread of a {@link LoopBlock}
+     * cannot block in: true once the word has reached {@code value}; false while it has not, and
+     * then the caller lets the block's other threads run and asks again. The bound counts from the
+     * first look that failed.
+     *
+     * @throws PeerWaitTimeoutException once the bound has passed
+     * @throws PeerWaitAbortedException when the abort word {@code errors} is set
+     */
+    boolean pollWait(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
+        long seen = (long) SEGMENT_LONG.getAcquire(signal.segment(), 0L);
+        if (seen >= value) {
+            waitStart = NOT_WAITING;
+            return true;
+        }
+        try {
+            checkAbort(errors, rank, peer, tag);
+        } catch (PeerWaitAbortedException e) {
+            waitStart = NOT_WAITING;
+            throw e;
+        }
+        long now = System.nanoTime();
+        if (waitStart == NOT_WAITING) {
+            waitStart = now;
+        } else if (now - waitStart >= timeoutNanos) {
+            throw new PeerWaitTimeoutException(rank, peer, tag, value, seen, now - waitStart);
+        }
+        return false;
+    }
+
+    /**
+     * On the JVM a wait's error context is the abort word it watches (8 bytes; an empty buffer
+     * watches nothing): a set word ends the wait with a {@link PeerWaitAbortedException}.
+     */
+    private static void checkAbort(Buf errors, int rank, int peer, int tag) {
+        if (errors.byteSize() >= Long.BYTES) {
+            long aborted = (long) SEGMENT_LONG.getAcquire(errors.segment(), 0L);
+            if (aborted != 0) {
+                throw new PeerWaitAbortedException(rank, peer, tag, aborted);
             }
         }
     }
@@ -188,10 +236,15 @@ final class CpuKernelContext implements KernelContext {
         // Block-collective like putSignal; the copy is complete when it returns, so quiet() has
         // nothing left to do.
         block.barrier(thread);
+        putBlockOnce(peers, dst, src, bytes, pe);
+        block.barrier(thread);
+    }
+
+    /** The part of a block-collective put between its two barriers: thread 0 copies. */
+    void putBlockOnce(PeerMemory peers, Buf dst, Buf src, long bytes, int pe) {
         if (thread == 0) {
             put("putBlockNbi", peers, dst, src, bytes, pe);
         }
-        block.barrier(thread);
     }
 
     @Override
@@ -222,10 +275,10 @@ final class CpuKernelContext implements KernelContext {
         VarHandle.fullFence();
     }
 
-    private PeerMemory peers(String call) {
-        PeerMemory p = block.launch.peers;
+    PeerMemory peers(String call) {
+        PeerMemory p = block.peers;
         if (p == null) {
-            throw new IllegalStateException("kernel " + block.launch.kernel + " calls KernelContext." + call
+            throw new IllegalStateException("kernel " + block.kernel + " calls KernelContext." + call
                     + ", but its CpuKernelRunner has no PeerMemory (make it with CpuKernelRunner(int, PeerMemory))");
         }
         return p;

@@ -5,7 +5,11 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.reflect.Method;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
@@ -14,33 +18,58 @@ import org.moecomm.kernels.api.KernelContext;
 import org.moecomm.kernels.api.KernelRunner;
 
 /**
- * Runs kernels on the JVM with the execution model of a GPU block: every kernel thread is a
- * virtual thread, {@link KernelContext#localBarrier()} waits for all threads of the block, and
- * block-shared arrays are shared by exactly the threads of one block. Blocks run in parallel,
- * at most {@link #maxConcurrentBlocks()} at a time, and never wait for each other.
+ * Runs kernels on the JVM with the execution model of a GPU block: {@link KernelContext#localBarrier()}
+ * waits for all threads of the block, and block-shared arrays are shared by exactly the threads of
+ * one block. Blocks run in parallel, at most {@link #maxConcurrentBlocks()} at a time, and never wait
+ * for each other. Two ways to execute a block ({@link Execution}):
  *
- * <p>Fast path: a block starts by running its threads one after another on a single virtual
- * thread. If thread 0 reaches a barrier, the other threads are started then and the block goes
- * on as a fully parallel block (a schedule a GPU may pick too). A kernel without barriers thus
- * costs one virtual thread per block instead of one per kernel thread.
+ * <p>{@link Execution#LOOPS}, the default: the kernel's loop form ({@link LoopFormCompiler}, made
+ * once per kernel) runs the block's threads one after another up to each barrier, on a pool of
+ * platform threads sized to the cores. A kernel the transformation cannot handle runs with
+ * {@link Execution#THREADS} instead, and the reason is logged once (logger
+ * {@code org.moecomm.kernels.cpu.CpuKernelRunner}, INFO).
+ *
+ * <p>{@link Execution#THREADS}: every kernel thread is a virtual thread. A block starts by running
+ * its threads one after another on a single virtual thread. If thread 0 reaches a barrier, the
+ * other threads are started then and the block goes on as a fully parallel block (a schedule a
+ * GPU may pick too). A kernel without barriers thus costs one virtual thread per block instead of
+ * one per kernel thread.
  *
  * <p>Errors: an exception in any kernel thread fails the launch with a
- * {@link KernelExecutionException} whose cause is that exception; threads waiting at a barrier
- * are released (they stop), and blocks not yet started are skipped. Breaking the barrier rules
- * (a thread returns while others wait at a barrier, or reaches a barrier its predecessors
- * skipped) fails the launch with an {@link IllegalStateException} cause instead of hanging.
- * Only a kernel thread that never returns (an endless loop) can hang a launch.
+ * {@link KernelExecutionException} whose cause is that exception; other threads stop, and blocks
+ * not yet started are skipped. Breaking the barrier rules (a thread returns while others wait at a
+ * barrier, or reaches a barrier its predecessors skipped) fails the launch with an
+ * {@link IllegalStateException} cause instead of hanging. Only a kernel thread that never returns
+ * (an endless loop) can hang a launch.
  *
  * <p>Thread-safe: launches from several threads run independently.
  */
 public final class CpuKernelRunner implements KernelRunner {
     private static final MethodType BOUND_TYPE = MethodType.methodType(void.class, KernelContext.class);
+    private static final Logger LOG = LogManager.getLogger(CpuKernelRunner.class);
+    /** Loop forms by kernel method (empty: it has none), made once per process. */
+    private static final ConcurrentHashMap<Method, Optional<LoopForm>> LOOP_FORMS = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<Method, String> NO_LOOP_FORM = new ConcurrentHashMap<>();
+
+    /** How a block's kernel threads are executed. */
+    public enum Execution {
+        /** As loops between barriers ({@link LoopFormCompiler}); kernels it cannot handle run as {@link #THREADS}. */
+        LOOPS,
+        /** A virtual thread per kernel thread (the reference the loop form is checked against). */
+        THREADS;
+
+        /** The system property {@code moecomm.cpu.execution} ({@code loops} or {@code threads}), else {@link #LOOPS}. */
+        public static Execution byDefault() {
+            return System.getProperty("moecomm.cpu.execution", "loops").equalsIgnoreCase("threads") ? THREADS : LOOPS;
+        }
+    }
 
     private final int maxConcurrentBlocks;
     private final PeerMemory peers;
+    private final Execution execution;
     private final ConcurrentHashMap<Kernel, Resolved> resolved = new ConcurrentHashMap<>();
 
-    private record Resolved(Class<?>[] parameters, MethodHandle handle) {
+    private record Resolved(Method method, Class<?>[] parameters, MethodHandle handle) {
     }
 
     /** A runner that runs up to {@code availableProcessors()} blocks at once. */
@@ -57,11 +86,43 @@ public final class CpuKernelRunner implements KernelRunner {
      * {@link KernelContext}, served by {@code peers} ({@code null}: such calls fail the launch).
      */
     public CpuKernelRunner(int maxConcurrentBlocks, PeerMemory peers) {
+        this(maxConcurrentBlocks, peers, Execution.byDefault());
+    }
+
+    /** A runner that executes blocks as {@code execution} says. */
+    public CpuKernelRunner(int maxConcurrentBlocks, PeerMemory peers, Execution execution) {
         if (maxConcurrentBlocks < 1) {
             throw new IllegalArgumentException("maxConcurrentBlocks must be positive, got " + maxConcurrentBlocks);
         }
         this.maxConcurrentBlocks = maxConcurrentBlocks;
         this.peers = peers;
+        this.execution = Objects.requireNonNull(execution, "execution");
+    }
+
+    public Execution execution() {
+        return execution;
+    }
+
+    /**
+     * Why {@code kernel} runs with a virtual thread per kernel thread under {@link Execution#LOOPS};
+     * empty if it runs as loops.
+     */
+    public static Optional<String> loopFormRefusal(Kernel kernel) {
+        return loopForm(kernel.method()).isPresent() ? Optional.empty()
+                : Optional.of(NO_LOOP_FORM.get(kernel.method()));
+    }
+
+    private static Optional<LoopForm> loopForm(Method method) {
+        return LOOP_FORMS.computeIfAbsent(method, m -> {
+            try {
+                return Optional.of(LoopFormCompiler.compile(new Kernel(m.getDeclaringClass(), m.getName())));
+            } catch (LoopFormCompiler.Unsupported e) {
+                NO_LOOP_FORM.put(m, e.getMessage());
+                LOG.info("kernel {}.{} runs with a virtual thread per kernel thread: {}",
+                        m.getDeclaringClass().getSimpleName(), m.getName(), e.getMessage());
+                return Optional.empty();
+            }
+        });
     }
 
     /** What serves the kernels' one-sided communication, or {@code null}. */
@@ -92,6 +153,13 @@ public final class CpuKernelRunner implements KernelRunner {
         Object[] arguments = args == null ? new Object[0] : args;
         Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
         checkArguments(kernel, r.parameters(), arguments);
+        if (execution == Execution.LOOPS) {
+            Optional<LoopForm> form = loopForm(r.method());
+            if (form.isPresent()) {
+                new LoopLaunch(kernel, grid, form.get(), arguments, maxConcurrentBlocks, peers).run();
+                return;
+            }
+        }
         MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
         try {
             new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
@@ -111,7 +179,7 @@ public final class CpuKernelRunner implements KernelRunner {
         Method method = kernel.method();
         try {
             method.setAccessible(true);
-            return new Resolved(method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
+            return new Resolved(method, method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
         } catch (IllegalAccessException | RuntimeException e) {
             throw new IllegalArgumentException("kernel " + kernel + ": cannot access " + method + ": " + e.getMessage(), e);
         }

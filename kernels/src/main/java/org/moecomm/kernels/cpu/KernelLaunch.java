@@ -4,7 +4,6 @@ import java.lang.invoke.MethodHandle;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
@@ -21,11 +20,7 @@ final class KernelLaunch {
     private final int permits;
     private final Semaphore slots;
     private final Set<BlockExecution> active = ConcurrentHashMap.newKeySet();
-    private final AtomicReference<Failure> failure = new AtomicReference<>();
-    private volatile boolean failed;
-
-    private record Failure(String where, Throwable cause) {
-    }
+    private final FirstFailure failure = new FirstFailure();
 
     KernelLaunch(Kernel kernel, Grid grid, MethodHandle body, int maxConcurrentBlocks, PeerMemory peers) {
         this.kernel = kernel;
@@ -41,7 +36,7 @@ final class KernelLaunch {
         for (int by = 0; by < grid.blocksY(); by++) {
             for (int bx = 0; bx < grid.blocksX(); bx++) {
                 slots.acquireUninterruptibly();
-                if (failed) {
+                if (failure.failed()) {
                     slots.release();
                     break start;
                 }
@@ -53,22 +48,16 @@ final class KernelLaunch {
         // Every block returns its permit when done; the release/acquire pair also publishes
         // the kernel's writes to this thread.
         slots.acquireUninterruptibly(permits);
-        Failure f = failure.get();
-        if (f != null) {
-            throw new KernelExecutionException("kernel " + kernel + " failed in " + f.where() + " of " + grid + ": "
-                    + f.cause(), f.cause());
-        }
+        failure.throwIfFailed(kernel, grid);
     }
 
     boolean failed() {
-        return failed;
+        return failure.failed();
     }
 
     /** Records the first failure and releases every thread waiting at a barrier. */
     void fail(BlockExecution block, int thread, Throwable cause) {
-        String where = "block (" + block.bx + ", " + block.by + ") thread " + thread;
-        if (failure.compareAndSet(null, new Failure(where, cause))) {
-            failed = true;
+        if (failure.record(block, thread, cause)) {
             for (BlockExecution b : active) {
                 b.wakeWaiters();
             }

@@ -120,7 +120,7 @@ class BarrierExitRaceTest {
         tripsBuf.setInt(0, trips);
         Buf out = ints((int) grid.totalThreads());
         assertTimeoutPreemptively(Duration.ofSeconds(60),
-                () -> new CpuKernelRunner(2).launch(LOOP, grid, tripsBuf, out));
+                () -> threads(2).launch(LOOP, grid, tripsBuf, out));
         assertEquals(grid.blocksX(), held.get(), "blocks whose first arrival at the last barrier was held");
         assertEquals(grid.blocksX(), othersReturned.get(), "blocks whose other threads returned meanwhile");
         checkLoop(out, grid, trips);
@@ -145,6 +145,11 @@ class BarrierExitRaceTest {
         assertEquals(0, r.failures(), () -> "failed launches; first: " + r.first());
     }
 
+    /** The race is one of the virtual-thread execution; the loop form has no such window. */
+    private static CpuKernelRunner threads(int blocks) {
+        return new CpuKernelRunner(blocks, null, CpuKernelRunner.Execution.THREADS);
+    }
+
     private record Result(long launches, long failures, String first) {
     }
 
@@ -154,13 +159,13 @@ class BarrierExitRaceTest {
      */
     private Result launchConcurrently(Duration length) throws InterruptedException {
         long end = System.nanoTime() + length.toNanos();
-        CpuKernelRunner sharedRunner = new CpuKernelRunner();
+        CpuKernelRunner sharedRunner = threads(Runtime.getRuntime().availableProcessors());
         AtomicLong launches = new AtomicLong();
         AtomicLong failures = new AtomicLong();
         ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
         List<Thread> launchers = new ArrayList<>();
         for (int l = 0; l < 4; l++) {
-            CpuKernelRunner runner = l < 2 ? sharedRunner : new CpuKernelRunner();
+            CpuKernelRunner runner = l < 2 ? sharedRunner : threads(Runtime.getRuntime().availableProcessors());
             SplittableRandom random = new SplittableRandom(l);
             launchers.add(Thread.ofPlatform().start(() -> {
                 try (Arena own = Arena.ofShared()) {

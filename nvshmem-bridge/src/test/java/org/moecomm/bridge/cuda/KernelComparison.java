@@ -111,24 +111,30 @@ final class KernelComparison {
      */
     static void runOnCpu(CpuKernelRunner cpu, KernelCase c) {
         try (Arena arena = Arena.ofShared()) {
-            Map<String, MemorySegment> results = new LinkedHashMap<>();
-            Object[] args = new Object[c.args.size()];
-            for (int i = 0; i < args.length; i++) {
-                Object a = c.args.get(i);
-                if (a instanceof KernelCase.BufArg b) {
-                    Buf host = Buf.allocate(arena, b.initial().length);
-                    MemorySegment.copy(b.initial(), 0, host.segment(), ValueLayout.JAVA_BYTE, 0, b.initial().length);
-                    args[i] = host;
-                    results.put(b.name(), host.segment());
-                } else {
-                    args[i] = ((KernelCase.ScalarArg) a).value();
-                }
-            }
-            cpu.launch(c.kernel, c.grid, args);
-            for (KernelCase.Normalizer n : c.normalizers) {
-                n.normalize(results);
+            runOnCpu(cpu, c, arena);
+        }
+    }
+
+    /** The CPU side of a case: its buffers by name after the launch and the normalizers. */
+    static Map<String, MemorySegment> runOnCpu(CpuKernelRunner cpu, KernelCase c, Arena arena) {
+        Map<String, MemorySegment> results = new LinkedHashMap<>();
+        Object[] args = new Object[c.args.size()];
+        for (int i = 0; i < args.length; i++) {
+            Object a = c.args.get(i);
+            if (a instanceof KernelCase.BufArg b) {
+                Buf host = Buf.allocate(arena, b.initial().length);
+                MemorySegment.copy(b.initial(), 0, host.segment(), ValueLayout.JAVA_BYTE, 0, b.initial().length);
+                args[i] = host;
+                results.put(b.name(), host.segment());
+            } else {
+                args[i] = ((KernelCase.ScalarArg) a).value();
             }
         }
+        cpu.launch(c.kernel, c.grid, args);
+        for (KernelCase.Normalizer n : c.normalizers) {
+            n.normalize(results);
+        }
+        return results;
     }
 
     /** Null when equal, else where and how the two results differ (as 4-byte words). */

@@ -207,7 +207,7 @@ class PhaseResultsTest {
         assertFalse(j.has("problems"));
         // phase 4 (dispatch) is 50/100/150 us on rank 1, half that on rank 0; phase 5 (combine) 60/120/180
         assertEquals(50.0, j.get("rank0DispatchMedianUs").asDouble(), 1e-9);
-        assertEquals(75.0, j.get("rank0DispatchP90Us").asDouble(), 1e-9);
+        assertEquals(70.0, j.get("rank0DispatchP90Us").asDouble(), 1e-9); // between 50 and 75 (Percentiles)
         assertEquals(60.0, j.get("rank0CombineMedianUs").asDouble(), 1e-9);
         assertEquals("host", j.get("start").asText());
         assertEquals(new BufferLayout(s.config()).symmetricBytes(), j.get("symmetricBytesPerRank").asLong());

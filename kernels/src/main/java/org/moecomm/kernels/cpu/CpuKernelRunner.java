@@ -161,18 +161,7 @@ public final class CpuKernelRunner implements KernelRunner {
             }
         }
         MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
-        try {
-            new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
-        } catch (KernelExecutionException e) {
-            for (Throwable c = e; c != null; c = c.getCause()) {
-                if (c instanceof WrongThreadException) {
-                    throw new KernelExecutionException(e.getMessage() + ": a Buf of a confined arena (Arena.ofConfined())"
-                            + " was passed; kernel threads are other threads than its owner: allocate kernel buffers"
-                            + " from Arena.ofShared() or Arena.global()", e);
-                }
-            }
-            throw e;
-        }
+        new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
     }
 
     private static Resolved resolve(Kernel kernel) {
@@ -201,6 +190,16 @@ public final class CpuKernelRunner implements KernelRunner {
                         + "]) has type " + p.getSimpleName() + " and needs a " + expected.getSimpleName() + ", got "
                         + (a == null ? "null" : a.getClass().getSimpleName()));
             }
+            if (a instanceof Buf b && !b.segment().isAccessibleBy(OTHER_THREAD)) {
+                // a confined segment: the blocks run on other threads than its owner
+                throw new IllegalArgumentException("kernel " + kernel + ": parameter " + (i + 1) + " (args[" + i
+                        + "]) is a Buf of a confined arena (Arena.ofConfined()), which only its owner thread may"
+                        + " access, and a kernel's blocks run on other threads: allocate kernel buffers from"
+                        + " Arena.ofShared() or Arena.global()");
+            }
         }
     }
+
+    /** A thread that owns no segment: a segment it may not access is confined to some thread. */
+    private static final Thread OTHER_THREAD = Thread.ofVirtual().unstarted(() -> { });
 }

@@ -72,7 +72,7 @@ class OneSidedCommunicationTest {
                     recv[r].segment().fill((byte) 0x5A);
                 }
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(EXCHANGE, Grid.of(world, 32),
-                        recv[r], send[r], rowsBuf[r], signals[r], arrived[r], arrived[r], ROW, REGION, base, 10 * SECOND, r,
+                        recv[r], send[r], rowsBuf[r], signals[r], arrived[r], TestPeerMemory.NO_ABORT, ROW, REGION, base, 10 * SECOND, r,
                         TAG));
                 for (int r = 0; r < world; r++) {
                     for (int s = 0; s < world; s++) {
@@ -102,14 +102,14 @@ class OneSidedCommunicationTest {
             }
             // every rank adds 3 to every counter: each ends at 3 * world
             TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
-                    arrived[r], arrived[r], 3L, 3L * world, 0, 10 * SECOND, r, world, TAG));
+                    arrived[r], TestPeerMemory.NO_ABORT, 3L, 3L * world, 0, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(3L * world, counter[r].getLong(0), "counter of rank " + r);
                 assertEquals(1, arrived[r].getInt(0));
             }
             // every rank sets every counter to 1000: the value, not a sum
             TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
-                    arrived[r], arrived[r], 0L, 1000L, 1, 10 * SECOND, r, world, TAG));
+                    arrived[r], TestPeerMemory.NO_ABORT, 0L, 1000L, 1, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(1000L, counter[r].getLong(0), "counter of rank " + r);
             }
@@ -176,7 +176,7 @@ class OneSidedCommunicationTest {
             for (int launch = 0; launch < 2; launch++) {
                 long base = (long) launch * rounds;
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(PING_PONG, Grid.of(1, 32), data[r],
-                        src[r], signals[r], signals[r], bytes, base, rounds, 10 * SECOND, r, TAG));
+                        src[r], signals[r], TestPeerMemory.NO_ABORT, bytes, base, rounds, 10 * SECOND, r, TAG));
                 assertEquals(base + rounds, signals[1].getLong(0), "ping word at rank 1");
                 assertEquals(base + rounds, signals[0].getLong(1), "pong word at rank 0");
             }
@@ -200,7 +200,7 @@ class OneSidedCommunicationTest {
         Buf arrived = Buf.allocate(arena, 4);
         // rank 0 alone adds 1 to both counters and waits for 5 on its own: nobody else adds
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
-                heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, arrived, 1L, 5L, 0,
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, TestPeerMemory.NO_ABORT, 1L, 5L, 0,
                 SECOND / 5, 0, 2, TAG));
         PeerWaitTimeoutException cause = assertInstanceOf(PeerWaitTimeoutException.class, e.getCause());
         assertTrue(cause.getMessage().contains("rank 0: wait for peer -1 (tag " + TAG + ")"), cause.getMessage());
@@ -229,7 +229,7 @@ class OneSidedCommunicationTest {
         Buf local = Buf.allocate(arena, 8);
         Buf arrived = Buf.allocate(arena, 4);
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
-                heap.rank(0)).launch(COUNT, Grid.of(1, 32), local, arrived, arrived, 1L, 1L, 0, SECOND, 0, 2, TAG));
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), local, arrived, TestPeerMemory.NO_ABORT, 1L, 1L, 0, SECOND, 0, 2, TAG));
         assertTrue(e.getCause().getMessage().contains("is not symmetric memory of rank 0"), e.getCause().getMessage());
     }
 }

@@ -110,7 +110,7 @@ class PeerAccessTest {
                 // counts are words of 8 bytes: up to the whole region
                 Round io = new Round(world, recv, random, (int) (REGION / 8));
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(STORE, Grid.of(world, 64), recv[r],
-                        io.send[r], scaled(io.counts[r], world, 8), signals[r], io.arrived[r], io.arrived[r], REGION,
+                        io.send[r], scaled(io.counts[r], world, 8), signals[r], io.arrived[r], TestPeerMemory.NO_ABORT, REGION,
                         base, 10 * SECOND, r, TAG));
                 io.check(world, recv, signals, base, 8, (i, b) -> b, round);
             }
@@ -130,7 +130,7 @@ class PeerAccessTest {
                 // counts are bytes: any length up to the region, odd ones included
                 Round io = new Round(world, recv, random, (int) REGION);
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_BLOCK, Grid.of(world, 96),
-                        recv[r], io.send[r], io.counts[r], signals[r], io.arrived[r], io.arrived[r], REGION, base,
+                        recv[r], io.send[r], io.counts[r], signals[r], io.arrived[r], TestPeerMemory.NO_ABORT, REGION, base,
                         10 * SECOND, r, TAG));
                 io.check(world, recv, signals, base, 1, (i, b) -> b, round);
             }
@@ -156,7 +156,7 @@ class PeerAccessTest {
                     stage[r].segment().fill((byte) 0xC3);
                 }
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(2, heap.rank(r)).launch(PUT_WARPS, Grid.of(world, 96),
-                        recv[r], io.send[r], stage[r], io.counts[r], signals[r], io.arrived[r], io.arrived[r], ROW,
+                        recv[r], io.send[r], stage[r], io.counts[r], signals[r], io.arrived[r], TestPeerMemory.NO_ABORT, ROW,
                         REGION, key, base, 10 * SECOND, r, TAG));
                 // little-endian longs: byte i of a long is xor the key's byte i % 8
                 io.check(world, recv, signals, base, ROW, (i, b) -> (byte) (b ^ (key >>> (8 * (i % 8)))), round);
@@ -175,7 +175,7 @@ class PeerAccessTest {
         counts.setInt(1, 0);
         Buf arrived = Buf.allocate(arena, 8);
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
-                heap.rank(0)).launch(PUT_BLOCK, Grid.of(1, 32), recv[0], send, counts, signals[0], arrived, arrived,
+                heap.rank(0)).launch(PUT_BLOCK, Grid.of(1, 32), recv[0], send, counts, signals[0], arrived, TestPeerMemory.NO_ABORT,
                 REGION, 1L, SECOND, 0, TAG));
         IllegalArgumentException cause = assertInstanceOf(IllegalArgumentException.class, e.getCause());
         assertTrue(cause.getMessage().startsWith("putBlockNbi of " + (REGION + 1) + " bytes"), cause.getMessage());
@@ -190,7 +190,7 @@ class PeerAccessTest {
         Buf counts = Buf.allocate(arena, 8);
         Buf arrived = Buf.allocate(arena, 8);
         KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
-                heap.rank(0)).launch(STORE, Grid.of(1, 32), local, local, counts, signals, arrived, arrived, REGION,
+                heap.rank(0)).launch(STORE, Grid.of(1, 32), local, local, counts, signals, arrived, TestPeerMemory.NO_ABORT, REGION,
                 1L, SECOND, 0, TAG));
         assertTrue(e.getCause().getMessage().contains("is not symmetric memory of rank 0"), e.getCause().getMessage());
     }

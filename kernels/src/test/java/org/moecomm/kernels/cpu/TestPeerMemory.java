@@ -13,6 +13,9 @@ import org.moecomm.kernels.api.Buf;
  * rank a buffer of the same size; {@link #rank(int)} is one rank's view.
  */
 final class TestPeerMemory {
+    /** The waits' error context on the JVM is the abort word they watch: this one is never raised. */
+    static final Buf NO_ABORT = Buf.of(java.lang.foreign.MemorySegment.ofArray(new long[1]));
+
     private final int world;
     private final Arena arena;
     /** buffers.get(i)[r]: rank r's copy of symmetric buffer i. */

@@ -12,7 +12,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
-import org.moecomm.kernels.cpu.KernelExecutionException;
 import org.moecomm.kernels.ptx.PtxCompiler;
 import org.moecomm.kernels.ptx.PtxKernel;
 import org.moecomm.kernels.ptx.Ptxas;
@@ -41,7 +40,7 @@ class SaxpyExampleTest {
         try (Arena arena = Arena.ofConfined()) {
             Buf x = Buf.allocate(arena, 64);
             Buf y = Buf.allocate(arena, 64);
-            KernelExecutionException e = assertThrows(KernelExecutionException.class,
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> new CpuKernelRunner().launch(Saxpy.SAXPY, Grid.of(1, 32), x, y, 1f, 16));
             assertTrue(e.getMessage().contains("Arena.ofConfined()") && e.getMessage().contains("Arena.ofShared()"),
                     e.getMessage());

@@ -7,7 +7,6 @@ import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -130,8 +129,7 @@ final class ReportCommand implements Callable<Integer> {
             return null;
         }
         try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(p -> p.getFileName().toString().endsWith(suffix))
-                    .max(Comparator.comparing((Path p) -> p.getFileName().toString())).orElse(null);
+            return files.filter(p -> ResultFiles.isOfKind(p, suffix)).max(ResultFiles.OLDEST_FIRST).orElse(null);
         }
     }
 
@@ -179,8 +177,7 @@ final class ReportCommand implements Callable<Integer> {
             return List.of();
         }
         try (Stream<Path> files = Files.list(results)) {
-            return files.filter(p -> p.getFileName().toString().endsWith(suffix))
-                    .sorted(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed()).toList();
+            return files.filter(p -> ResultFiles.isOfKind(p, suffix)).sorted(ResultFiles.OLDEST_FIRST.reversed()).toList();
         }
     }
 
@@ -265,8 +262,7 @@ final class ReportCommand implements Callable<Integer> {
 
     /** Per world size (ascending), the newest of {@code files} (by name) with lines of that size. */
     Map<Integer, Path> newestPerWorld(List<Path> files) throws IOException {
-        List<Path> newestFirst = files.stream()
-                .sorted(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed()).toList();
+        List<Path> newestFirst = files.stream().sorted(ResultFiles.OLDEST_FIRST.reversed()).toList();
         Map<Integer, Path> out = new TreeMap<>();
         for (Path f : newestFirst) {
             for (JsonNode r : jsonLines(f)) {

@@ -3,7 +3,10 @@ package org.moecomm.bench;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
+import java.util.Comparator;
 import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Names of the files in {@code benchmarks/results/}: {@code <date>-<device>-<kind>.json}, the
@@ -19,6 +22,30 @@ public final class ResultFiles {
         String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
                 .replaceAll("^-+|-+$", "");
         return date + "-" + (slug.isEmpty() ? "device" : slug) + "-" + kind + ".json";
+    }
+
+    /**
+     * Oldest first: by the date the name starts with, then by the number {@link #fresh} appended
+     * (none counts as 1), then by name; so the last of a kind is the newest even when a later run
+     * of the same day is {@code ...-2.json}, which sorts before {@code ....json} by name alone.
+     */
+    public static final Comparator<Path> OLDEST_FIRST = Comparator
+            .comparing((Path p) -> p.getFileName().toString().substring(0, Math.min(10, p.getFileName().toString().length())))
+            .thenComparingInt(ResultFiles::sequence)
+            .thenComparing(p -> p.getFileName().toString());
+
+    private static final Pattern NUMBERED = Pattern.compile("(.*)-(\\d+)\\.json");
+
+    /** Whether {@code file} is a results file whose name, without a {@link #fresh} number, ends in {@code suffix}. */
+    public static boolean isOfKind(Path file, String suffix) {
+        String name = file.getFileName().toString();
+        Matcher m = NUMBERED.matcher(name);
+        return name.endsWith(suffix) || (m.matches() && (m.group(1) + ".json").endsWith(suffix));
+    }
+
+    private static int sequence(Path file) {
+        Matcher m = NUMBERED.matcher(file.getFileName().toString());
+        return m.matches() && m.group(2).length() < 6 ? Integer.parseInt(m.group(2)) : 1;
     }
 
     /** {@code dir.resolve(name)}, or with {@code -2}, {@code -3}, ... before ".json" while that file exists. */

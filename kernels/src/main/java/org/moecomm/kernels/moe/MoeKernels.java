@@ -291,23 +291,28 @@ public final class MoeKernels {
 
         for (int chunk = ctx.groupIdy() * chunkRows; chunk < rows; chunk += blocks * chunkRows) {
             int n = min(chunkRows, rows - chunk);
-            // Phase 1: one thread per row takes a slot per pair (the order among rows is free).
-            if (tid < n) {
-                long meta = metaIndex(regionRow + chunk + tid, rowBytes, metaOffset);
-                int pairBase = dispatchRecv.getInt(meta);
+            // Phase 1: one thread per (row, pair) takes the pair's slot, so a decode round's few
+            // rows do not chain their slot atomics one after the other (the order of slots is free).
+            for (int item = tid; item < n * kd; item += threads) {
+                int r = item / kd;
+                int p = item - r * kd;
+                long meta = metaIndex(regionRow + chunk + r, rowBytes, metaOffset);
                 int pairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
-                for (int p = 0; p < pairs; p++) {
+                if (p == 0) {
+                    rowPairs[r] = pairs;
+                }
+                if (p < pairs) {
                     int expert = dispatchRecv.getInt(meta + 2 + p);
                     int slot = ctx.atomicAdd(slotCounts, expert, 1);
                     if (slot >= capacity) {
                         slot = -1; // only with invalid input; never write past the expert's rows
                     } else {
-                        expertOrigin.setInt((long) expert * capacity + slot, originBase + pairBase + p);
+                        int origin = originBase + dispatchRecv.getInt(meta) + p;
+                        expertOrigin.setInt((long) expert * capacity + slot, origin);
                     }
-                    pairSlot[tid * kd + p] = slot;
-                    pairExpert[tid * kd + p] = expert;
+                    pairSlot[item] = slot;
+                    pairExpert[item] = expert;
                 }
-                rowPairs[tid] = pairs;
             }
             ctx.localBarrier();
 

@@ -17,4 +17,8 @@ for r in rows[h+1:]:
     except: pass
 tot=sum(d[0] for d in data) or 1
 print("total samples", tot, "instructions", len(data))
-for w,a,s in sorted(data,reverse=True)[:30]: print("%5.1f%% %s %s"%(100*w/tot,a,s))
+try:
+    for w, a, s in sorted(data, reverse=True)[:30]:
+        print("%5.1f%% %s %s" % (100 * w / tot, a, s))
+except BrokenPipeError:  # a reader such as head stopped early
+    pass

@@ -120,10 +120,17 @@ final class GpuExecution implements AutoCloseable {
 
     /** Throws the failure a kernel recorded, if any. Cheap: one read of host memory. */
     void check() {
+        if (poll() != null) {
+            throw toException(failure, failureName);
+        }
+    }
+
+    /** The recorded failure (read once from the error buffer, then kept), or null. */
+    private DeviceError poll() {
         if (failure == null) {
             Optional<DeviceError> e = errors.poll();
             if (e.isEmpty()) {
-                return;
+                return null;
             }
             failure = e.get();
             failureName = nameOf(failure.tag());
@@ -131,7 +138,7 @@ final class GpuExecution implements AutoCloseable {
                 onFailure.run();
             }
         }
-        throw toException(failure, failureName);
+        return failure;
     }
 
     /** The recorded failure as the exception the caller sees, without throwing; empty when none. */
@@ -157,8 +164,8 @@ final class GpuExecution implements AutoCloseable {
 
     /** The abort word a wait of this execution found raised (0: none seen). */
     long abortWordSeen() {
-        failed(); // polls
-        return failure != null && failure.kind() == DeviceError.Kind.PEER_ABORTED ? failure.seen() : 0;
+        DeviceError e = poll();
+        return e != null && e.kind() == DeviceError.Kind.PEER_ABORTED ? e.seen() : 0;
     }
 
     /**

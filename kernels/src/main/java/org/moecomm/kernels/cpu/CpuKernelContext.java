@@ -197,12 +197,7 @@ final class CpuKernelContext implements KernelContext {
             waitStart = NOT_WAITING;
             return true;
         }
-        try {
-            checkAbort(errors, rank, peer, tag);
-        } catch (PeerWaitAbortedException e) {
-            waitStart = NOT_WAITING;
-            throw e;
-        }
+        checkAbort(errors, rank, peer, tag);
         long now = System.nanoTime();
         if (waitStart == NOT_WAITING) {
             waitStart = now;

@@ -2,17 +2,12 @@ package org.moecomm.kernels.cpu;
 
 /**
  * A {@link org.moecomm.kernels.api.KernelContext#waitAtLeast} on the {@link CpuKernelRunner} ran
- * out: this rank's signal word did not reach {@link #expected()} within the wait's bound. The
- * launch fails with a {@link KernelExecutionException} whose cause is this exception; it carries
- * the wait's facts (the kernel's {@code rank}, {@code peer} and {@code tag} arguments, the values),
- * so that a backend can turn it into an exception of its own that names the signal.
+ * out: this rank's signal word did not reach {@link #expected()} within the wait's bound (see
+ * {@link PeerWaitException}).
  */
-public final class PeerWaitTimeoutException extends RuntimeException {
+public final class PeerWaitTimeoutException extends PeerWaitException {
     private static final long serialVersionUID = 1L;
 
-    private final int rank;
-    private final int peer;
-    private final int tag;
     private final long expected;
     private final long seen;
     private final long waitedNanos;
@@ -27,28 +22,10 @@ public final class PeerWaitTimeoutException extends RuntimeException {
      */
     public PeerWaitTimeoutException(int rank, int peer, int tag, long expected, long seen, long waitedNanos) {
         super("rank " + rank + ": wait for peer " + peer + " (tag " + tag + ") ran out after "
-                + waitedNanos / 1_000_000 + " ms: expected >= " + expected + ", seen " + seen);
-        this.rank = rank;
-        this.peer = peer;
-        this.tag = tag;
+                + waitedNanos / 1_000_000 + " ms: expected >= " + expected + ", seen " + seen, rank, peer, tag);
         this.expected = expected;
         this.seen = seen;
         this.waitedNanos = waitedNanos;
-    }
-
-    /** The waiting rank (the kernel's {@code rank} argument). */
-    public int rank() {
-        return rank;
-    }
-
-    /** The peer waited for (the kernel's {@code peer} argument). */
-    public int peer() {
-        return peer;
-    }
-
-    /** The kernel's tag of the wait. */
-    public int tag() {
-        return tag;
     }
 
     /** The value the signal word had to reach. */

@@ -108,6 +108,18 @@ public final class Buf {
         }
     }
 
+    /**
+     * The first {@code count} of {@link #copy16x4}'s four copies ({@code count} from 0 to 4; none
+     * when it is 0 or less): the end of a row whose pieces do not fill four per lane takes one
+     * round trip to memory, like the rest, instead of one per remaining piece. On the GPU the
+     * loads and stores are predicated on {@code count}, the loads first.
+     */
+    public void copy16xN(long dstIndex, Buf src, long srcIndex, long stride, int count) {
+        for (int j = 0; j < Math.min(count, 4); j++) {
+            copy16(dstIndex + j * stride, src, srcIndex + j * stride);
+        }
+    }
+
     @Override
     public String toString() {
         return "Buf[" + segment.byteSize() + " bytes @0x" + Long.toHexString(segment.address()) + "]";

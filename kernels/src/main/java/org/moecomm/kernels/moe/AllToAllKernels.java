@@ -102,10 +102,16 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
             ctx.systemFence();
-            if (ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
-                state.setInt(STATE_DESTINATIONS + dest, 0);
+            // One block per destination (decode) is its last: no count, no second fence before the signal.
+            boolean alone = ctx.numGroupsY() == 1;
+            if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
+                if (!alone) {
+                    state.setInt(STATE_DESTINATIONS + dest, 0);
+                }
                 if (serves) {
-                    ctx.systemFence();
+                    if (!alone) {
+                        ctx.systemFence(); // the other blocks' rows, seen through the count, before the signal
+                    }
                     ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
                 }
             }
@@ -177,36 +183,41 @@ public final class AllToAllKernels {
         int numGroups = worldSize / groupSize;
         int doneWord = numGroups + worldSize;
         int[] shared = ctx.allocateIntLocalArray(1);
+        int expert = ctx.groupIdx();
+        int blocks = ctx.numGroupsY();
+        int y = ctx.groupIdy();
+        // read before the waits (a local count, final since dispatch receive): its load overlaps them
+        int mine = MoeKernels.slotsOfBlock(MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity), y,
+                blocks);
         for (int s = tid; s < worldSize; s += threads) {
             ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), round - 1, timeoutNanos, errors, rank, s,
                     waitTag + doneWord + s);
         }
         ctx.localBarrier();
 
-        int expert = ctx.groupIdx();
-        int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
-        int width = MoeKernels.copyWidth(threads);
-        int warp = tid / width;
-        int lane = tid - warp * width;
-        int warps = threads / width;
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
-        int firstSlot = ctx.groupIdy() * warps + warp;
-        int slotStep = ctx.numGroupsY() * warps;
-        if (warp < warps) {
-            // One warp per row; consecutive warps of a block take consecutive slots.
-            for (int slot = firstSlot; slot < n; slot += slotStep) {
-                long src = (firstRow + slot) * pieces;
-                int origin = expertOrigin.getInt(firstRow + slot);
+        // Teams of warps copy one row each at a time (MoeKernels.teamWidth): a decode block's one
+        // row is spread over the whole block.
+        int width = MoeKernels.teamWidth(threads, mine);
+        int team = tid / width;
+        int lane = tid - team * width;
+        int teams = threads / width;
+        if (team < teams) {
+            for (int j = team; j < mine; j += teams) {
+                long row = firstRow + y + (long) j * blocks;
+                int origin = expertOrigin.getInt(row);
                 int g = origin / pairsPerRegion;
                 long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
                 boolean staged = false;
                 for (int i = 0; i < groupSize; i++) {
                     int s = g * groupSize + i;
                     if (peerModes.getInt(s) == PEER_DIRECT) {
-                        MoeKernels.copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, src, pieces, lane, width);
+                        MoeKernels.copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, row * pieces,
+                                pieces, lane, width);
                     } else if (!staged) {
-                        MoeKernels.copyPieces(combineSend, (long) origin * pieces, expertY, src, pieces, lane, width);
+                        MoeKernels.copyPieces(combineSend, (long) origin * pieces, expertY, row * pieces, pieces, lane,
+                                width);
                         staged = true;
                     }
                 }
@@ -216,9 +227,12 @@ public final class AllToAllKernels {
             // the staged rows written (and visible to a network adapter) before the puts read them
             ctx.systemFence();
             ctx.localBarrier();
-            if (warp < warps) {
-                for (int slot = firstSlot; slot < n; slot += slotStep) {
-                    int origin = expertOrigin.getInt(firstRow + slot);
+            int warpWidth = MoeKernels.copyWidth(threads);
+            int warp = tid / warpWidth;
+            int warps = threads / warpWidth;
+            if (warp < warps) { // one warp per row's put
+                for (int j = warp; j < mine; j += warps) {
+                    int origin = expertOrigin.getInt(firstRow + y + (long) j * blocks);
                     int g = origin / pairsPerRegion;
                     long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
                     for (int i = 0; i < groupSize; i++) {
@@ -257,13 +271,14 @@ public final class AllToAllKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int[] shared = ctx.allocateIntLocalArray(1);
+        // a count out of range (reported by dispatch send's check) never reads past M tokens; read
+        // before the waits (written by dispatch send on this device), so that its load overlaps them
+        int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
         for (int d = tid; d < worldSize; d += threads) {
             ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round << 32, timeoutNanos, errors, rank, d,
                     waitTag + numGroups + d);
         }
         ctx.localBarrier();
-        // a count out of range (reported by dispatch send's check) never reads past M tokens
-        int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
         // the y blocks of a token split its hidden dimension: a decode round's few tokens are
         // latency-bound in one block (K row reads per element, one element per thread and step)
         int firstH = ctx.groupIdy() * threads + tid;

@@ -280,15 +280,19 @@ public final class MoeKernels {
         // Rows per chunk: as many as shared memory holds, but few enough that all Y blocks get some.
         int chunkRows = max(1, min(min(threads, SCATTER_PAIRS / kd), (rows + blocks - 1) / blocks));
 
-        int[] pairSlot = ctx.allocateIntLocalArray(SCATTER_PAIRS);
-        int[] pairExpert = ctx.allocateIntLocalArray(SCATTER_PAIRS);
-        int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
+        // The chunk's copies to make, listed in phase 1: slot, local expert, row within the chunk.
+        int[] copySlot = ctx.allocateIntLocalArray(SCATTER_PAIRS);
+        int[] copyExpert = ctx.allocateIntLocalArray(SCATTER_PAIRS);
+        int[] copyRow = ctx.allocateIntLocalArray(SCATTER_PAIRS);
+        // Length of the list; two counters in turn, so one is reset while the other is read.
+        int[] listed = ctx.allocateIntLocalArray(2);
+        if (tid == 0) {
+            listed[0] = 0;
+            listed[1] = 0;
+        }
+        ctx.localBarrier();
 
-        int width = copyWidth(threads);
-        int warp = tid / width;
-        int lane = tid - warp * width;
-        int warps = threads / width;
-
+        int turn = 0;
         for (int chunk = ctx.groupIdy() * chunkRows; chunk < rows; chunk += blocks * chunkRows) {
             int n = min(chunkRows, rows - chunk);
             // Phase 1: one thread per (row, pair) takes the pair's slot, so a decode round's few
@@ -297,37 +301,40 @@ public final class MoeKernels {
                 int r = item / kd;
                 int p = item - r * kd;
                 long meta = metaIndex(regionRow + chunk + r, rowBytes, metaOffset);
-                int pairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
-                if (p == 0) {
-                    rowPairs[r] = pairs;
-                }
-                if (p < pairs) {
+                if (p < clamp(dispatchRecv.getInt(meta + 1), 0, kd)) {
                     int expert = dispatchRecv.getInt(meta + 2 + p);
                     int slot = ctx.atomicAdd(slotCounts, expert, 1);
-                    if (slot >= capacity) {
-                        slot = -1; // only with invalid input; never write past the expert's rows
-                    } else {
+                    // a slot past the expert's rows only comes with invalid input: never written
+                    if (slot < capacity) {
                         int origin = originBase + dispatchRecv.getInt(meta) + p;
                         expertOrigin.setInt((long) expert * capacity + slot, origin);
+                        int c = ctx.atomicAdd(listed, turn, 1);
+                        copySlot[c] = slot;
+                        copyExpert[c] = expert;
+                        copyRow[c] = r;
                     }
-                    pairSlot[item] = slot;
-                    pairExpert[item] = expert;
                 }
             }
             ctx.localBarrier();
 
-            // Phase 2: each warp copies whole (row, pair) items.
-            if (warp < warps) {
-                for (int item = warp; item < n * kd; item += warps) {
-                    int r = item / kd;
-                    int p = item - r * kd;
-                    if (p < rowPairs[r] && pairSlot[item] >= 0) {
-                        long dstRow = (long) pairExpert[item] * capacity + pairSlot[item];
-                        copyRowToExpert(dispatchRecv, expertX, expertXScale, regionRow + chunk + r, dstRow, lane,
-                                width, xBytes, scalesPerToken, rowBytes);
-                    }
+            // Phase 2: teams of warps copy the listed pairs' rows; a decode chunk's few pairs
+            // are spread over all the warps (teamWidth) rather than left to one warp each.
+            int copies = listed[turn];
+            int width = teamWidth(threads, copies);
+            int team = tid / width;
+            int lane = tid - team * width;
+            int teams = threads / width;
+            if (team < teams) {
+                for (int c = team; c < copies; c += teams) {
+                    copyRowToExpert(dispatchRecv, expertX, expertXScale, regionRow + chunk + copyRow[c],
+                            (long) copyExpert[c] * capacity + copySlot[c], lane, width, xBytes, scalesPerToken,
+                            rowBytes);
                 }
             }
+            if (tid == 0) {
+                listed[1 - turn] = 0; // last read in the previous chunk, before its final barrier
+            }
+            turn = 1 - turn;
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
@@ -345,28 +352,35 @@ public final class MoeKernels {
     /**
      * Combine, step 1: grid {@code L x chunks} blocks. Copies expert output row
      * {@code expertY[l][slot]} to {@code combineSend} row {@code expertOrigin[l][slot]} for
-     * every {@code slot < expertNumTokens[l]}. One warp copies one row; the {@code chunks} blocks
-     * of an expert split its slots (block y, warp w: slots {@code (y*warps + w) + i*chunks*warps}).
+     * every {@code slot < expertNumTokens[l]}. Block {@code y} of expert {@code l} takes slots
+     * {@code y, y + chunks, ...} ({@link #slotsOfBlock}); teams of warps ({@link #teamWidth}) copy
+     * one row each at a time.
      */
     public static void gather(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
                               int yBytes, int expertCapacity) {
         int threads = ctx.localGroupSizeX();
         int expert = ctx.groupIdx();
-        int n = clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
-        int width = copyWidth(threads);
-        int warp = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - warp * width;
-        int warps = threads / width;
+        int blocks = ctx.numGroupsY();
+        int y = ctx.groupIdy();
+        int mine = slotsOfBlock(clamp(expertNumTokens.getInt(expert), 0, expertCapacity), y, blocks);
+        int width = teamWidth(threads, mine);
+        int team = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - team * width;
+        int teams = threads / width;
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
-        if (warp < warps) {
-            // One warp per row; consecutive warps of a block take consecutive slots.
-            for (int slot = ctx.groupIdy() * warps + warp; slot < n; slot += ctx.numGroupsY() * warps) {
-                long src = (firstRow + slot) * pieces;
-                long dst = (long) expertOrigin.getInt(firstRow + slot) * pieces;
-                copyPieces(combineSend, dst, expertY, src, pieces, lane, width);
+        if (team < teams) {
+            for (int j = team; j < mine; j += teams) {
+                long row = firstRow + y + (long) j * blocks;
+                copyPieces(combineSend, (long) expertOrigin.getInt(row) * pieces, expertY, row * pieces, pieces, lane,
+                        width);
             }
         }
+    }
+
+    /** How many of an expert's {@code n} slots block {@code y} of {@code blocks} takes: {@code y, y + blocks, ...}. */
+    static int slotsOfBlock(int n, int y, int blocks) {
+        return n > y ? (n - y + blocks - 1) / blocks : 0;
     }
 
     /**
@@ -496,26 +510,26 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy of rows {@code [lo, hi)} of the chunk: warps take them in turn; a warp copies the token in 16-byte
-     * pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
+     * pack's copy of rows {@code [lo, hi)} of the chunk: teams of warps ({@link #teamWidth}) take them in turn; a
+     * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      */
     private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf dispatchSend,
                                        int[] rowToken, int[] rowPairBase, int[] rowPairs, int lo, int hi, long firstRow,
                                        int xBytes, int scalesPerToken, int topK, int firstExpert, int perRank,
                                        int rowBytes) {
         int threads = ctx.localGroupSizeX();
-        int width = copyWidth(threads);
-        int warp = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - warp * width;
-        int warps = threads / width;
+        int width = teamWidth(threads, hi - lo);
+        int team = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - team * width;
+        int teams = threads / width;
         int pieces = xBytes >> 4;
         int scaleOffset = align16(xBytes);
         int scaleWords = align16(4 * scalesPerToken) >> 2;
         int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
-        // Threads past the last whole warp (block sizes not a multiple of 32) only wait.
-        if (warp < warps) {
-            for (int r = lo + warp; r < hi; r += warps) {
+        // Threads past the last whole team (block sizes not a multiple of 32) only wait.
+        if (team < teams) {
+            for (int r = lo + team; r < hi; r += teams) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
@@ -562,7 +576,7 @@ public final class MoeKernels {
         return result;
     }
 
-    /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one warp. */
+    /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */
     private static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
                                         int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
         int pieces = xBytes >> 4;
@@ -578,19 +592,28 @@ public final class MoeKernels {
     }
 
     /**
-     * One warp (lane {@code lane} of {@code width}) copies {@code pieces} 16-byte pieces from
-     * {@code src} (from piece {@code srcPiece}) to {@code dst} (from {@code dstPiece}), four per
-     * lane and step ({@link Buf#copy16x4}): a row of a few kilobytes costs a quarter of the
-     * round trips to memory of one piece at a time.
+     * A team of {@code width} threads (lane {@code lane}) copies {@code pieces} 16-byte pieces
+     * from {@code src} (from piece {@code srcPiece}) to {@code dst} (from {@code dstPiece}), up to
+     * four per lane and step, loads first ({@link Buf#copy16xN}): a row of a few kilobytes costs
+     * a quarter of the round trips to memory of one piece at a time, and a remainder of fewer
+     * than four per lane costs one more, not one per piece.
      */
     static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
-        int i = lane;
-        for (; i + 3 * width < pieces; i += 4 * width) {
-            dst.copy16x4(dstPiece + i, src, srcPiece + i, width);
+        for (int i = lane; i < pieces; i += 4 * width) {
+            dst.copy16xN(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
         }
-        for (; i < pieces; i += width) {
-            dst.copy16(dstPiece + i, src, srcPiece + i);
-        }
+    }
+
+    /**
+     * Threads per team when a block copies {@code items} rows, one team per row at a time: whole
+     * warps, as many per team as keep every warp busy. Many rows give one warp per row; a decode
+     * block's one or two rows are each spread over several warps, so the copy takes one or two
+     * round trips to memory instead of the seven of one warp on a 14 KB row while the others wait.
+     */
+    static int teamWidth(int threads, int items) {
+        int width = copyWidth(threads);
+        int warps = threads / width;
+        return width * (warps / clamp(items, 1, warps));
     }
 
     /** Int index of a row's meta in the dispatch buffer. */

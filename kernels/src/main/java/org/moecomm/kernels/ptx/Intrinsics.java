@@ -262,6 +262,32 @@ final class Intrinsics {
                 f.op("st.global.v4.u32 [" + d + "], " + values[j]);
             }
         });
+        def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> {
+            PtxFunction f = c.f();
+            String step = f.tmp("b64");
+            f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
+            String[] src = new String[4];
+            String[] dst = new String[4];
+            src[0] = elementAddress(f, c.arg(2), c.arg(3), 4);
+            dst[0] = elementAddress(f, c.arg(0), c.arg(1), 4);
+            String[] guard = new String[4];
+            String[] values = new String[4];
+            for (int j = 0; j < 4; j++) { // copy j happens when j < count; all loads before the stores
+                if (j > 0) {
+                    src[j] = f.tmp("b64");
+                    dst[j] = f.tmp("b64");
+                    f.op("add.s64 " + src[j] + ", " + src[j - 1] + ", " + step);
+                    f.op("add.s64 " + dst[j] + ", " + dst[j - 1] + ", " + step);
+                }
+                guard[j] = f.pred();
+                f.op("setp.gt.s32 " + guard[j] + ", " + c.arg(5) + ", " + j);
+                values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
+                f.op("@" + guard[j] + " ld.global.v4.u32 " + values[j] + ", [" + src[j] + "]");
+            }
+            for (int j = 0; j < 4; j++) {
+                f.op("@" + guard[j] + " st.global.v4.u32 [" + dst[j] + "], " + values[j]);
+            }
+        });
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

@@ -421,6 +421,23 @@ class SupportedConstructsTest {
         assertEquals(4, p.split("st\\.global\\.v4\\.u32", -1).length - 1, p);
     }
 
+    static void copySome(KernelContext ctx, Buf dst, Buf src, long i, long stride, int count) {
+        dst.copy16xN(i, src, i + 1, stride, count);
+    }
+
+    @Test
+    void copy16xNPredicatesItsFourLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
+        String p = ptx("copySome");
+        int lastLoad = p.lastIndexOf("ld.global.v4.u32");
+        int firstStore = p.indexOf("st.global.v4.u32");
+        assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
+        assertEquals(4, p.split("@%tp\\d+ ld\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(4, p.split("@%tp\\d+ st\\.global\\.v4\\.u32", -1).length - 1, p);
+        for (int j = 0; j < 4; j++) {
+            matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
+        }
+    }
+
     // ---- Numerics, Math, Float ----
 
     static void numerics(KernelContext ctx, Buf b, float f) {

@@ -70,6 +70,13 @@ public interface KernelContext {
     /** Orders this thread's global memory accesses before and after it for every observer ({@code fence.sc.gpu}). */
     void globalFence();
 
+    /**
+     * A free-running counter for timing sections of a kernel from inside it: on the GPU the
+     * multiprocessor's cycle counter ({@code %clock64}; compare values of one block only, since
+     * each multiprocessor counts on its own), on the JVM {@link System#nanoTime()}.
+     */
+    long clock();
+
     // ---- one-sided communication between ranks ----
     //
     // Symmetric buffers are allocated by every rank with the same size in the same order; a

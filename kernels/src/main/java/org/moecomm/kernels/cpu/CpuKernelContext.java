@@ -110,6 +110,11 @@ final class CpuKernelContext implements KernelContext {
         VarHandle.fullFence();
     }
 
+    @Override
+    public long clock() {
+        return System.nanoTime();
+    }
+
     // ---- one-sided communication, served by the runner's PeerMemory ----
 
     @Override

@@ -421,6 +421,18 @@ class SupportedConstructsTest {
         assertEquals(4, p.split("st\\.global\\.v4\\.u32", -1).length - 1, p);
     }
 
+    static void timed(KernelContext ctx, Buf out) {
+        long start = ctx.clock();
+        out.setInt(1, 7);
+        out.setLong(1, ctx.clock() - start);
+    }
+
+    @Test
+    void clockReadsTheCycleCounter() throws Exception {
+        String p = ptx("timed");
+        assertEquals(2, p.split("mov\\.u64 %lS?\\d+, %clock64;", -1).length - 1, p);
+    }
+
     static void copySome(KernelContext ctx, Buf dst, Buf src, long i, long stride, int count) {
         dst.copy16xN(i, src, i + 1, stride, count);
     }

@@ -1,5 +1,7 @@
 package org.moecomm.core;
 
+import org.moecomm.kernels.moe.MoeKernels;
+
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
@@ -59,6 +61,10 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         }
         if (topK > numExperts) {
             throw new IllegalArgumentException("topK " + topK + " exceeds numExperts " + numExperts);
+        }
+        if (topK > MoeKernels.MAX_TOP_K) {
+            throw new IllegalArgumentException("topK " + topK + " exceeds " + MoeKernels.MAX_TOP_K
+                    + ", the most slots per token the kernels route");
         }
         if (!IN_TYPES.contains(inType)) {
             throw new IllegalArgumentException("dispatch dtype must be one of " + IN_TYPES + ", got " + inType);

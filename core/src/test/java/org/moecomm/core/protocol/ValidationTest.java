@@ -336,6 +336,10 @@ class ValidationTest {
         assertTrue(e.getMessage().contains("numExperts"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().hidden(100).build());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().topK(9).numExperts(8).build());
+        IllegalArgumentException wide = assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().topK(65).numExperts(128).worldSize(2).build());
+        assertTrue(wide.getMessage().contains("topK 65 exceeds 64"), wide.getMessage());
+        MoeConfig.builder().topK(64).numExperts(128).worldSize(2).build(); // the most that is accepted
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().inType(DType.FP32).build());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().outType(DType.FP32).build());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().expertOutType(DType.FP8_E4M3).build());

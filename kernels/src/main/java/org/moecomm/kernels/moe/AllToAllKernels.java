@@ -25,9 +25,11 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p><b>Completion.</b> A signal may only be raised once every block has finished its part, so
  * each grid counts its finished blocks: a block ends with a barrier, its thread 0 makes the
- * block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts) and
+ * block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts;
+ * only to the device, {@code globalFence}, in dispatch receive, whose results stay local) and
  * adds one to a counter; the block that brings the counter to the grid size resets it and raises
- * the signals. No block ever waits for another block of its own grid, so the grids need not be
+ * the signals. A dispatch send with one block per destination (decode) skips the count for its
+ * destination's signal: its one block is the last. No block ever waits for another block of its own grid, so the grids need not be
  * resident all at once: a block only waits for other ranks' earlier kernels (docs/protocol.md,
  * "Progress").
  *
@@ -152,7 +154,7 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
                 pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared)) {
+        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false)) {
             for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
                 expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
                 slotCounts.setInt(l, 0);
@@ -184,11 +186,8 @@ public final class AllToAllKernels {
         int doneWord = numGroups + worldSize;
         int[] shared = ctx.allocateIntLocalArray(1);
         int expert = ctx.groupIdx();
-        int blocks = ctx.numGroupsY();
-        int y = ctx.groupIdy();
         // read before the waits (a local count, final since dispatch receive): its load overlaps them
-        int mine = MoeKernels.slotsOfBlock(MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity), y,
-                blocks);
+        int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
         for (int s = tid; s < worldSize; s += threads) {
             ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), round - 1, timeoutNanos, errors, rank, s,
                     waitTag + doneWord + s);
@@ -197,15 +196,18 @@ public final class AllToAllKernels {
 
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
-        // Teams of warps copy one row each at a time (MoeKernels.teamWidth): a decode block's one
-        // row is spread over the whole block.
-        int width = MoeKernels.teamWidth(threads, mine);
-        int team = tid / width;
-        int lane = tid - team * width;
-        int teams = threads / width;
-        if (team < teams) {
-            for (int j = team; j < mine; j += teams) {
-                long row = firstRow + y + (long) j * blocks;
+        int warpWidth = MoeKernels.copyWidth(threads);
+        int warps = threads / warpWidth;
+        int firstStripe = ctx.groupIdy() * warps;
+        int stripeStep = ctx.numGroupsY() * warps;
+        // Stripes of one slot per warp as in MoeKernels.gather; teams of warps share a stripe's rows.
+        for (int stripe = firstStripe; stripe < n; stripe += stripeStep) {
+            int rows = MoeKernels.min(warps, n - stripe);
+            int width = MoeKernels.teamWidth(threads, rows);
+            int team = tid / width;
+            int lane = tid - team * width;
+            for (int j = team; j < rows && team < threads / width; j += threads / width) {
+                long row = firstRow + stripe + j;
                 int origin = expertOrigin.getInt(row);
                 int g = origin / pairsPerRegion;
                 long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
@@ -227,12 +229,10 @@ public final class AllToAllKernels {
             // the staged rows written (and visible to a network adapter) before the puts read them
             ctx.systemFence();
             ctx.localBarrier();
-            int warpWidth = MoeKernels.copyWidth(threads);
             int warp = tid / warpWidth;
-            int warps = threads / warpWidth;
             if (warp < warps) { // one warp per row's put
-                for (int j = warp; j < mine; j += warps) {
-                    int origin = expertOrigin.getInt(firstRow + y + (long) j * blocks);
+                for (int slot = firstStripe + warp; slot < n; slot += stripeStep) {
+                    int origin = expertOrigin.getInt(firstRow + slot);
                     int g = origin / pairsPerRegion;
                     long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
                     for (int i = 0; i < groupSize; i++) {
@@ -246,7 +246,7 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true)) {
             for (int s = tid; s < worldSize; s += threads) {
                 ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
                         (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
@@ -287,7 +287,7 @@ public final class AllToAllKernels {
             MoeKernels.reduceSlice(t, firstH, stepH, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
                     outDtype);
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true)) {
             long word = 8L * (numGroups + worldSize + rank);
             for (int d = tid; d < worldSize; d += threads) {
                 ctx.signalSet(signals.slice(word, 8), round, d);
@@ -297,22 +297,32 @@ public final class AllToAllKernels {
 
     /**
      * Ends a block's part of a grid: after a barrier, thread 0 makes the block's writes (and
-     * reads) ordered before what follows for the whole system and counts the block in
-     * {@code state[counter]}; returns true, in every thread of the block, for the last block of
-     * the grid, which also resets the counter for the next launch.
+     * reads) ordered before what follows, for the whole system when {@code system} (the last
+     * block signals other ranks) or for this device ({@code globalFence}, cheaper: dispatch
+     * receive's results stay here), and counts the block in {@code state[counter]}; returns true,
+     * in every thread of the block, for the last block of the grid, which also resets the counter
+     * for the next launch.
      */
-    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared) {
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system) {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            ctx.systemFence();
+            fence(ctx, system);
             int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
                 state.setInt(counter, 0);
-                ctx.systemFence();
+                fence(ctx, system);
             }
             shared[0] = last;
         }
         ctx.localBarrier();
         return shared[0] == 1;
+    }
+
+    private static void fence(KernelContext ctx, boolean system) {
+        if (system) {
+            ctx.systemFence();
+        } else {
+            ctx.globalFence();
+        }
     }
 }

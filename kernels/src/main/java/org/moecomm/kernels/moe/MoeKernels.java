@@ -35,6 +35,8 @@ public final class MoeKernels {
     public static final int THREADS = 256;
     /** Most threads per block the kernels accept: the size of the per-thread shared arrays. */
     public static final int MAX_THREADS = 256;
+    /** Most slots per token ({@code topK}): pack keeps a token's routing as bits of a long. */
+    public static final int MAX_TOP_K = 64;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
 
@@ -107,22 +109,8 @@ public final class MoeKernels {
         if (fixedTokens >= 0 && first) {
             numTokens.setInt(0, m);
         }
-        if (checkIds != 0) {
-            if (m != count && first) {
-                report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
-            }
-            long stride = (long) ctx.numGroupsX() * ctx.numGroupsY() * threads;
-            long ids = (long) m * topK;
-            for (long i = ((long) ctx.groupIdy() * ctx.numGroupsX() + dest) * threads + tid; i < ids; i += stride) {
-                int id = indices.getInt(i);
-                int t = (int) (i / topK);
-                int k = (int) (i % topK);
-                if (id < -1 || id >= numExperts) {
-                    report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
-                } else if (id >= 0 && repeated(indices, t, topK, k, id)) {
-                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
-                }
-            }
+        if (checkIds != 0 && m != count && first) {
+            report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
         }
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
@@ -132,15 +120,40 @@ public final class MoeKernels {
         int[] rowToken = ctx.allocateIntLocalArray(MAX_THREADS);
         int[] rowPairBase = ctx.allocateIntLocalArray(MAX_THREADS);
         int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
+        long[] rowMask = ctx.allocateLongLocalArray(MAX_THREADS);
 
         int rowsBefore = 0;
         int pairsBefore = 0;
         // One token per thread per chunk; m is the same for every thread, so is the trip count.
         for (int chunk = 0; chunk < m; chunk += threads) {
             int t = chunk + tid;
+            // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
+            // of dropMask for a slot whose pairLocation this block sets to -1 (checked ids reported).
+            long localMask = 0;
+            long dropMask = 0;
             int pairs = 0;
             if (t < m) {
-                pairs = countLocalPairs(indices, t, topK, firstExpert, expertsPerRank);
+                for (int k = 0; k < topK; k++) {
+                    int id = indices.getInt((long) t * topK + k);
+                    int local = id - firstExpert;
+                    long bit = 1L << k;
+                    if (local >= 0 && local < expertsPerRank) {
+                        if (namedBefore(indices, t, topK, k, id, localMask)) {
+                            dropMask |= bit;
+                            if (checkIds != 0 && leader) {
+                                report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
+                            }
+                        } else {
+                            localMask |= bit;
+                            pairs++;
+                        }
+                    } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+                        dropMask |= bit;
+                        if (checkIds != 0 && leader && id != -1) {
+                            report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
+                        }
+                    }
+                }
             }
             int hasRow = pairs > 0 ? 1 : 0;
             scanRows[tid] = hasRow;
@@ -169,13 +182,13 @@ public final class MoeKernels {
 
             if (t < m) {
                 if (leader) {
-                    writePairLocations(indices, pairLocation, t, topK, firstExpert, expertsPerRank, numExperts,
-                            dest * pairsPerRegion + pairBase, dest);
+                    writePairLocations(pairLocation, t, topK, localMask, dropMask, dest * pairsPerRegion + pairBase);
                 }
                 if (hasRow == 1) {
                     rowToken[chunkRow] = t;
                     rowPairBase[chunkRow] = pairBase;
                     rowPairs[chunkRow] = pairs;
+                    rowMask[chunkRow] = localMask;
                 }
             }
             ctx.localBarrier();
@@ -185,9 +198,8 @@ public final class MoeKernels {
                 int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
                 int lo = min(chunkRows, ctx.groupIdy() * share);
                 int hi = min(chunkRows, lo + share);
-                copyRowsToSend(ctx, x, xScale, indices, rowsOut, rowToken, rowPairBase, rowPairs, lo, hi,
-                        outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, expertsPerRank,
-                        rowBytes);
+                copyRowsToSend(ctx, x, xScale, indices, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo, hi,
+                        outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes);
                 if (putPeer >= 0 && hi > lo) {
                     // the whole share written (and visible to a network adapter) before the put reads it
                     ctx.systemFence();
@@ -352,35 +364,30 @@ public final class MoeKernels {
     /**
      * Combine, step 1: grid {@code L x chunks} blocks. Copies expert output row
      * {@code expertY[l][slot]} to {@code combineSend} row {@code expertOrigin[l][slot]} for
-     * every {@code slot < expertNumTokens[l]}. Block {@code y} of expert {@code l} takes slots
-     * {@code y, y + chunks, ...} ({@link #slotsOfBlock}); teams of warps ({@link #teamWidth}) copy
-     * one row each at a time.
+     * every {@code slot < expertNumTokens[l]}. The {@code chunks} blocks of an expert take
+     * stripes of one slot per warp in turn (block y: stripes {@code y, y + chunks, ...}); the warps
+     * share a stripe's rows in teams ({@link #teamWidth}), so a stripe of fewer rows than warps,
+     * as in decode, still keeps every warp copying.
      */
     public static void gather(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
                               int yBytes, int expertCapacity) {
         int threads = ctx.localGroupSizeX();
         int expert = ctx.groupIdx();
-        int blocks = ctx.numGroupsY();
-        int y = ctx.groupIdy();
-        int mine = slotsOfBlock(clamp(expertNumTokens.getInt(expert), 0, expertCapacity), y, blocks);
-        int width = teamWidth(threads, mine);
-        int team = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - team * width;
-        int teams = threads / width;
+        int n = clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
+        int warps = threads / copyWidth(threads);
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
-        if (team < teams) {
-            for (int j = team; j < mine; j += teams) {
-                long row = firstRow + y + (long) j * blocks;
+        for (int stripe = ctx.groupIdy() * warps; stripe < n; stripe += ctx.numGroupsY() * warps) {
+            int rows = min(warps, n - stripe);
+            int width = teamWidth(threads, rows);
+            int team = ctx.localIdx() / width;
+            int lane = ctx.localIdx() - team * width;
+            for (int j = team; j < rows && team < threads / width; j += threads / width) {
+                long row = firstRow + stripe + j;
                 copyPieces(combineSend, (long) expertOrigin.getInt(row) * pieces, expertY, row * pieces, pieces, lane,
                         width);
             }
         }
-    }
-
-    /** How many of an expert's {@code n} slots block {@code y} of {@code blocks} takes: {@code y, y + blocks, ...}. */
-    static int slotsOfBlock(int n, int y, int blocks) {
-        return n > y ? (n - y + blocks - 1) / blocks : 0;
     }
 
     /**
@@ -460,28 +467,16 @@ public final class MoeKernels {
 
     // ---- helpers (inlined by the compiler) ----
 
-    /** Pairs of token t whose expert lives on the rank hosting [firstExpert, firstExpert + perRank). */
-    private static int countLocalPairs(Buf indices, int t, int topK, int firstExpert, int perRank) {
-        int pairs = 0;
-        for (int k = 0; k < topK; k++) {
-            int id = indices.getInt(t * topK + k);
-            int local = id - firstExpert;
-            if (local >= 0 && local < perRank && !repeated(indices, t, topK, k, id)) {
-                pairs++;
-            }
-        }
-        return pairs;
-    }
-
     /**
-     * Whether slot {@code k} of token {@code t} repeats an expert an earlier slot names. Repeated
+     * Whether slot {@code k} of token {@code t} repeats an expert that an earlier slot in
+     * {@code localMask} names (the first naming of each of this destination's experts). Repeated
      * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
      * more than {@code Kd} pairs at one destination and no buffer is overrun.
      */
-    private static boolean repeated(Buf indices, int t, int topK, int k, int id) {
+    private static boolean namedBefore(Buf indices, int t, int topK, int k, int id, long localMask) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
-            if (indices.getInt(t * topK + j) == id) {
+            if ((localMask & (1L << j)) != 0 && indices.getInt((long) t * topK + j) == id) {
                 seen = true;
             }
         }
@@ -489,22 +484,21 @@ public final class MoeKernels {
     }
 
     /**
-     * Writes token t's pair locations for this destination, numbering from {@code firstLocation}
-     * in k order; destination 0 also writes -1 for ids outside [0, numExperts) and repeated ids
-     * (exactly one block writes each entry).
+     * Writes token t's pair locations for this destination, numbering the slots of
+     * {@code localMask} from {@code firstLocation} in k order, and -1 for those of
+     * {@code dropMask} (exactly one block writes each entry: the destination of an id in range,
+     * destination 0 for the others).
      */
-    private static void writePairLocations(Buf indices, Buf pairLocation, int t, int topK, int firstExpert,
-                                           int perRank, int numExperts, int firstLocation, int dest) {
+    private static void writePairLocations(Buf pairLocation, int t, int topK, long localMask, long dropMask,
+                                           int firstLocation) {
         int location = firstLocation;
         for (int k = 0; k < topK; k++) {
-            int id = indices.getInt(t * topK + k);
-            int local = id - firstExpert;
-            boolean repeat = id >= 0 && repeated(indices, t, topK, k, id);
-            if (local >= 0 && local < perRank && !repeat) {
-                pairLocation.setInt(t * topK + k, location);
+            long bit = 1L << k;
+            if ((localMask & bit) != 0) {
+                pairLocation.setInt((long) t * topK + k, location);
                 location++;
-            } else if (dest == 0 && (id < 0 || id >= numExperts || repeat)) {
-                pairLocation.setInt(t * topK + k, -1);
+            } else if ((dropMask & bit) != 0) {
+                pairLocation.setInt((long) t * topK + k, -1);
             }
         }
     }
@@ -514,8 +508,9 @@ public final class MoeKernels {
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      */
     private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf dispatchSend,
-                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, int lo, int hi, long firstRow,
-                                       int xBytes, int scalesPerToken, int topK, int firstExpert, int perRank,
+                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask, int lo,
+                                       int hi, long firstRow,
+                                       int xBytes, int scalesPerToken, int topK, int firstExpert,
                                        int rowBytes) {
         int threads = ctx.localGroupSizeX();
         int width = teamWidth(threads, hi - lo);
@@ -551,7 +546,7 @@ public final class MoeKernels {
                     } else if (i == 1) {
                         value = rowPairs[r];
                     } else if (i - 2 < rowPairs[r]) {
-                        value = nthLocalExpert(indices, t, topK, firstExpert, perRank, i - 2);
+                        value = nthLocalExpert(indices, t, topK, firstExpert, rowMask[r], i - 2);
                     }
                     dispatchSend.setInt(metaWord + i, value);
                 }
@@ -559,16 +554,14 @@ public final class MoeKernels {
         }
     }
 
-    /** Local expert index of token t's n-th pair (in k order) on this destination. */
-    private static int nthLocalExpert(Buf indices, int t, int topK, int firstExpert, int perRank, int n) {
+    /** Local expert index of token t's n-th pair (in k order) on this destination: the n-th slot of {@code localMask}. */
+    private static int nthLocalExpert(Buf indices, int t, int topK, int firstExpert, long localMask, int n) {
         int seen = 0;
         int result = 0;
         for (int k = 0; k < topK; k++) {
-            int id = indices.getInt(t * topK + k);
-            int local = id - firstExpert;
-            if (local >= 0 && local < perRank && !repeated(indices, t, topK, k, id)) {
+            if ((localMask & (1L << k)) != 0) {
                 if (seen == n) {
-                    result = local;
+                    result = indices.getInt((long) t * topK + k) - firstExpert;
                 }
                 seen++;
             }

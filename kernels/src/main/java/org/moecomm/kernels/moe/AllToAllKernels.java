@@ -271,14 +271,15 @@ public final class AllToAllKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int[] shared = ctx.allocateIntLocalArray(1);
-        // a count out of range (reported by dispatch send's check) never reads past M tokens; read
-        // before the waits (written by dispatch send on this device), so that its load overlaps them
-        int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
         for (int d = tid; d < worldSize; d += threads) {
             ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round << 32, timeoutNanos, errors, rank, d,
                     waitTag + numGroups + d);
         }
         ctx.localBarrier();
+        // a count out of range (reported by dispatch send's check) never reads past M tokens. Read
+        // after the waits: read before them, the 128-token W=4 combine took 168 us instead of 144
+        // (benchmarks/results/2026-12-03-decode-copies/)
+        int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
         // the y blocks of a token split its hidden dimension: a decode round's few tokens are
         // latency-bound in one block (K row reads per element, one element per thread and step)
         int firstH = ctx.groupIdy() * threads + tid;

@@ -23,7 +23,7 @@ import picocli.CommandLine.Spec;
  * median and p90 of the slowest rank, the logical bytes and rates. The launch modes
  * ({@link LaunchMode}): plain (each call launched as it is made) and, on the GPU backend, graph
  * (each half captured into a CUDA graph and replayed; only the whole halves are timed, the
- * send/recv columns show "-") and one-launch (the same with each half's one-launch call). Prints a table and writes JSON lines
+ * send/recv columns show "-"). Prints a table and writes JSON lines
  * ({@link PhaseJson}) to {@code <out-dir>/<date>-<gpu>-gpu-phases.json}. Exit status 0 when every
  * configuration was verified, 1 when a check failed or a run failed, 2 for bad options or a
  * backend that cannot run.
@@ -45,9 +45,8 @@ final class BenchCommand extends RunCommand {
     @Option(names = "--launch", split = ",", paramLabel = "MODE",
             description = "Launch modes: plain (every call launched from the host), graph (the dispatch calls and the"
                     + " combine calls each captured into a CUDA graph once and replayed every round; GPU backend only;"
-                    + " send and recv are not timed apart), one-launch (as graph, each half captured as its one-launch"
-                    + " call, dispatch or combine: one kernel per half) (default: plain,graph,one-launch on the GPU"
-                    + " backend, plain on the CPU backend).")
+                    + " send and recv are not timed apart) (default: plain,graph on the GPU backend, plain on the CPU"
+                    + " backend).")
     List<String> launch;
 
     @Option(names = "--warmup", defaultValue = "20", description = "Untimed rounds per configuration (default: ${DEFAULT-VALUE}).")
@@ -111,13 +110,12 @@ final class BenchCommand extends RunCommand {
         return specs;
     }
 
-    /** {@code --launch}, else the backend's default: every mode on the GPU, plain on the CPU. */
+    /** {@code --launch}, else the backend's default: plain and graph on the GPU, plain on the CPU. */
     List<LaunchMode> launchModes(BackendChoice.Backend backend) {
         List<LaunchMode> modes = launch == null ? (backend == BackendChoice.Backend.GPU
-                ? List.of(LaunchMode.values()) : List.of(LaunchMode.PLAIN)) : LaunchMode.parse(launch);
-        if (backend == BackendChoice.Backend.CPU && modes.stream().anyMatch(LaunchMode::replaysGraphs)) {
-            throw new IllegalArgumentException("--launch " + modes.stream().filter(LaunchMode::replaysGraphs)
-                    .findFirst().orElseThrow() + ": the CPU backend has only plain launches (graph replay"
+                ? List.of(LaunchMode.PLAIN, LaunchMode.GRAPH) : List.of(LaunchMode.PLAIN)) : LaunchMode.parse(launch);
+        if (backend == BackendChoice.Backend.CPU && modes.contains(LaunchMode.GRAPH)) {
+            throw new IllegalArgumentException("--launch graph: the CPU backend has only plain launches (graph replay"
                     + " is CUDA graphs of the GPU backend); give --launch plain or --backend gpu");
         }
         return modes;
@@ -171,7 +169,7 @@ final class BenchCommand extends RunCommand {
         if (!results.isEmpty()) {
             Measurement m = results.getFirst();
             out.printf(Locale.ROOT, "(slowest rank per round; %s; %s)%n", m.mode(), m.device());
-            if (results.stream().anyMatch(r -> r.launch().replaysGraphs())) {
+            if (results.stream().anyMatch(r -> r.launch() == LaunchMode.GRAPH)) {
                 out.println("(graph: each half captured once into a CUDA graph and replayed per round; events around"
                         + " the replay only, so send and recv are not timed apart: -)");
             }

@@ -80,7 +80,7 @@ public final class GpuRankMain {
         // the others wait for it at a bounded barrier
         workload.reference();
         CudaContext ctx = gpu.context();
-        boolean graph = spec.launch().replaysGraphs();
+        boolean graph = spec.launch() == LaunchMode.GRAPH;
         CudaEvent[] ev = new CudaEvent[6];
         try (MoeAllToAll h = gpu.createHandle(config)) {
             GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
@@ -93,8 +93,7 @@ public final class GpuRankMain {
             DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
             long[][] samples;
             if (graph) {
-                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in,
-                        spec.launch() == LaunchMode.ONE_LAUNCH)) {
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
                     samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
                             graphs.combine()::replay, problems);
                 }

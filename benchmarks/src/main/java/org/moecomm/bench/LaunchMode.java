@@ -6,17 +6,15 @@ import java.util.Locale;
 
 /**
  * How a benchmark round enqueues the handle's calls on the GPU: {@link #PLAIN}, each call
- * launched from the host as it is made (the only mode of the CPU backend), {@link #GRAPH},
+ * launched from the host as it is made (the only mode of the CPU backend), or {@link #GRAPH},
  * the two dispatch calls captured once into one CUDA graph and the two combine calls into
- * another ({@code GpuBackend.capture}), each replayed with one driver call per round, or
- * {@link #ONE_LAUNCH}, as graph but each half captured as its one-launch call
- * ({@code MoeAllToAll.dispatch}, {@code combine}: one kernel per graph). In the graph modes only
- * whole halves (dispatch, combine) are timed: no event lies between a half's send and its recv.
+ * another ({@code GpuBackend.capture}), each replayed with one driver call per round. In graph
+ * mode only whole halves (dispatch, combine) are timed: no event lies between a half's send and
+ * its recv.
  */
 enum LaunchMode {
     PLAIN("plain"),
-    GRAPH("graph"),
-    ONE_LAUNCH("one-launch");
+    GRAPH("graph");
 
     private final String label;
 
@@ -34,11 +32,6 @@ enum LaunchMode {
         return this == PLAIN;
     }
 
-    /** Whether the halves are captured into CUDA graphs and replayed (GPU backend only). */
-    boolean replaysGraphs() {
-        return this != PLAIN;
-    }
-
     /** The mode named {@code s} (case-insensitive); a missing or blank one is {@link #PLAIN} (older results). */
     static LaunchMode byLabel(String s) {
         if (s == null || s.isBlank()) {
@@ -50,7 +43,7 @@ enum LaunchMode {
                 return m;
             }
         }
-        throw new IllegalArgumentException("unknown launch mode '" + s + "' (plain, graph, one-launch)");
+        throw new IllegalArgumentException("unknown launch mode '" + s + "' (plain, graph)");
     }
 
     /** The named modes, each once, in the given order. */
@@ -58,7 +51,7 @@ enum LaunchMode {
         List<LaunchMode> out = new ArrayList<>();
         for (String n : names) {
             if (n == null || n.isBlank()) {
-                throw new IllegalArgumentException("empty launch mode in --launch (plain, graph, one-launch)");
+                throw new IllegalArgumentException("empty launch mode in --launch (plain, graph)");
             }
             LaunchMode m = byLabel(n);
             if (!out.contains(m)) {
@@ -66,7 +59,7 @@ enum LaunchMode {
             }
         }
         if (out.isEmpty()) {
-            throw new IllegalArgumentException("no launch mode: give --launch plain, graph, one-launch or a list of them");
+            throw new IllegalArgumentException("no launch mode: give --launch plain, graph or plain,graph");
         }
         return out;
     }

@@ -23,7 +23,7 @@ import org.moecomm.core.protocol.BufferLayout;
  * rank0CombineP90Us} (what pplx-kernels' benchmark reports) and {@code start}, how the ranks were
  * brought together before each half ({@link RoundStart}: "host" unless asked), and the memory a
  * handle of the configuration holds per rank ({@code symmetricBytesPerRank, localBytesPerRank}).
- * {@code launch} is "plain", "graph" or "one-launch" ({@link LaunchMode}); lines written before it existed have
+ * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
  * none and are plain ({@link #launch(JsonNode)}).
  */
 final class PhaseJson {
@@ -61,7 +61,7 @@ final class PhaseJson {
         o.put("commit", run.commit());
         o.put("command", run.command());
         o.put("timing", !run.backend().equals("gpu") ? TIMING_CPU
-                : m.launch().replaysGraphs() ? TIMING_GPU_GRAPH : TIMING_GPU);
+                : m.launch() == LaunchMode.GRAPH ? TIMING_GPU_GRAPH : TIMING_GPU);
         o.put("start", m.plan().start().label());
         o.put("warmup", m.plan().warmup());
         o.put("rounds", m.plan().rounds());

@@ -76,16 +76,14 @@ class CommandsCpuTest {
         assertEquals(8, cpu.size());
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getFirst());
         assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getLast());
-        // the GPU backend: plain, graph and one-launch, the modes of a configuration next to each other
+        // the GPU backend: plain and graph, the two modes of a configuration next to each other
         List<RunSpec> gpu = b.specs(BackendChoice.Backend.GPU);
-        assertEquals(24, gpu.size());
+        assertEquals(16, gpu.size());
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(0));
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.GRAPH), gpu.get(1));
-        assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.ONE_LAUNCH), gpu.get(2));
-        assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(3));
-        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.ONE_LAUNCH), gpu.getLast());
+        assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(2));
+        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
         assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
-        assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.ONE_LAUNCH).count());
         assertEquals(new RoundPlan(20, 100, false, false), b.plan(BackendChoice.Backend.GPU));
         assertEquals(Path.of("benchmarks/results"), b.outDir);
     }
@@ -116,7 +114,7 @@ class CommandsCpuTest {
         new CommandLine(bad).parseArgs("--launch", "eager");
         e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> bad.specs(BackendChoice.Backend.GPU));
-        assertEquals("unknown launch mode 'eager' (plain, graph, one-launch)", e.getMessage());
+        assertEquals("unknown launch mode 'eager' (plain, graph)", e.getMessage());
     }
 
     @Test

@@ -27,39 +27,18 @@ public final class CheckedRound {
      */
     public static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer,
                                          Runnable betweenHalves) {
-        return run(buffers, workload, countInBuffer, betweenHalves, false);
-    }
-
-    /**
-     * Like {@link #run(RankBuffers, Workload, boolean)}, with each operation one call
-     * ({@link MoeAllToAll#dispatch}, {@link MoeAllToAll#combine}: one launch each on a GPU).
-     */
-    public static ResultCheck.Report runOneLaunch(RankBuffers buffers, Workload workload, boolean countInBuffer) {
-        return run(buffers, workload, countInBuffer, () -> { }, true);
-    }
-
-    private static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer,
-                                          Runnable betweenHalves, boolean oneLaunch) {
         MoeAllToAll h = buffers.handle();
         int rank = h.rank();
         buffers.poisonOutputs();
         DispatchInput in = buffers.upload(workload.rank(rank), countInBuffer);
-        if (oneLaunch) {
-            h.dispatch(in, buffers.dispatchOutput());
-        } else {
-            h.dispatchSend(in);
-            betweenHalves.run();
-            h.dispatchRecv(buffers.dispatchOutput());
-        }
+        h.dispatchSend(in);
+        betweenHalves.run();
+        h.dispatchRecv(buffers.dispatchOutput());
         ResultCheck.Report d = ResultCheck.dispatch(workload.reference(), rank, h.memory(), buffers.dispatchOutput());
         buffers.runExperts();
-        if (oneLaunch) {
-            h.combine(buffers.combineInput(), buffers.out());
-        } else {
-            h.combineSend(buffers.expertY());
-            betweenHalves.run();
-            h.combineRecv(buffers.weights(), buffers.out());
-        }
+        h.combineSend(buffers.expertY());
+        betweenHalves.run();
+        h.combineRecv(buffers.weights(), buffers.out());
         ResultCheck.Report c = ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
                 buffers.out());
         return d.and(c);

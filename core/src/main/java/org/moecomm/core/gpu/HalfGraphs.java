@@ -21,32 +21,15 @@ public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements Aut
      * and its count in device memory, are what later rounds rewrite before each replay).
      */
     public static HalfGraphs capture(GpuBackend gpu, RankBuffers buffers, DispatchInput in) {
-        return capture(gpu, buffers, in, false);
-    }
-
-    /**
-     * As {@link #capture(GpuBackend, RankBuffers, DispatchInput)}; with {@code oneLaunch} each
-     * half is its one-launch call ({@code dispatch}, {@code combine}: one kernel per graph)
-     * instead of its send and receive calls.
-     */
-    public static HalfGraphs capture(GpuBackend gpu, RankBuffers buffers, DispatchInput in, boolean oneLaunch) {
         MoeAllToAll h = buffers.handle();
         RoundGraph dispatch = gpu.capture(h, () -> {
-            if (oneLaunch) {
-                h.dispatch(in, buffers.dispatchOutput());
-            } else {
-                h.dispatchSend(in);
-                h.dispatchRecv(buffers.dispatchOutput());
-            }
+            h.dispatchSend(in);
+            h.dispatchRecv(buffers.dispatchOutput());
         });
         try {
             return new HalfGraphs(dispatch, gpu.capture(h, () -> {
-                if (oneLaunch) {
-                    h.combine(buffers.combineInput(), buffers.out());
-                } else {
-                    h.combineSend(buffers.expertY());
-                    h.combineRecv(buffers.weights(), buffers.out());
-                }
+                h.combineSend(buffers.expertY());
+                h.combineRecv(buffers.weights(), buffers.out());
             }));
         } catch (RuntimeException | Error e) {
             dispatch.close();

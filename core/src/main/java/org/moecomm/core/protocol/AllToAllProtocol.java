@@ -6,7 +6,6 @@ import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.moecomm.core.AbortReason;
-import org.moecomm.core.CombineInput;
 import org.moecomm.core.DeviceMemory;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.DispatchOutput;
@@ -46,8 +45,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel DISPATCH_RECV = new Kernel(AllToAllKernels.class, "dispatchRecv");
     static final Kernel COMBINE_SEND = new Kernel(AllToAllKernels.class, "combineSend");
     static final Kernel COMBINE_RECV = new Kernel(AllToAllKernels.class, "combineRecv");
-    static final Kernel DISPATCH = new Kernel(AllToAllKernels.class, "dispatch");
-    static final Kernel COMBINE = new Kernel(AllToAllKernels.class, "combine");
 
     /** Threads per block of every kernel. */
     static final int THREADS = MoeKernels.THREADS;
@@ -99,9 +96,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Grid dispatchRecvGrid;
     private final Grid combineSendGrid;
     private final Grid combineRecvGrid;
-    /** The one-launch halves: the two grids of each half as one row of blocks (roles by ticket). */
-    private final Grid dispatchGrid;
-    private final Grid combineGrid;
 
     private Phase phase = Phase.IDLE;
     /** What failed the handle (phase FAILED), for the later calls' exceptions. */
@@ -188,15 +182,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() + THREADS - 1) / THREADS));
         this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS);
-        this.dispatchGrid = Grid.of(blocksOf(dispatchSendGrid) + blocksOf(dispatchRecvGrid), 1, THREADS);
-        this.combineGrid = Grid.of(blocksOf(combineSendGrid) + blocksOf(combineRecvGrid), 1, THREADS);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
         runner.prepare(COMBINE_SEND, combineSendArgs(dummy, dummy));
         runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
-        runner.prepare(DISPATCH, dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
-        runner.prepare(COMBINE, combineArgs(dummy, dummy, dummy, numTokens, dummy));
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts",
                 rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws);
@@ -270,8 +260,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.IDLE);
         long t0 = System.nanoTime();
         int rows = validator.dispatchInput(in);
-        Buf counts = countBuffer(in);
-        int fixedTokens = fixedTokens(in);
+        Buf counts = switch (in.count()) {
+            case TokenCount.Fixed f -> numTokens;
+            case TokenCount.InBuffer b -> b.buf().slice(b.index() * 4, 4);
+        };
+        int fixedTokens = in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
         work(() -> {
             round++;
             m = rows;
@@ -293,19 +286,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
                 layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
                 inputReport != null ? 1 : 0};
-    }
-
-    /** Where the kernels read m: the handle's own word (a count the host knows) or the caller's. */
-    private Buf countBuffer(DispatchInput in) {
-        return switch (in.count()) {
-            case TokenCount.Fixed f -> numTokens;
-            case TokenCount.InBuffer b -> b.buf().slice(b.index() * 4, 4);
-        };
-    }
-
-    /** m when the host knows it (dispatch send writes it into {@link #numTokens}), else -1. */
-    private static int fixedTokens(DispatchInput in) {
-        return in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
     }
 
     // ---- step 2: dispatch recv ----
@@ -345,85 +325,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int useful = (config.maxTokensPerRank() + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
-    }
-
-    // ---- steps 1 and 2 in one launch ----
-
-    /**
-     * Dispatch send and receive as one kernel launch ({@code AllToAllKernels.dispatch}): the
-     * same result as {@link #dispatchSend} then {@link #dispatchRecv}, at the cost of one launch
-     * instead of two, for callers with no work to run between the halves.
-     */
-    @Override
-    public void dispatch(DispatchInput in, DispatchOutput out) {
-        Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(out, "out");
-        expect(Phase.IDLE);
-        long t0 = System.nanoTime();
-        int rows = validator.dispatchInput(in);
-        validator.dispatchOutput(out);
-        Buf counts = countBuffer(in);
-        int fixedTokens = fixedTokens(in);
-        work(() -> {
-            round++;
-            m = rows;
-            countBuf = counts;
-            Buf perExpert = out.expertNumTokens().buf().slice(0, 4L * config.expertsPerRank());
-            runner.launch(DISPATCH, dispatchGrid, dispatchArgs(in.x().buf(),
-                    in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf, fixedTokens,
-                    perExpert, out.expertX().buf(), out.expertXScale() != null ? out.expertXScale().buf() : dummy));
-            expertNumTokens = perExpert;
-            if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} dispatch: m={} issued in {}us", rank, round, m,
-                        micros(System.nanoTime() - t0));
-            }
-        }, Phase.DISPATCHED);
-    }
-
-    private Object[] dispatchArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens, Buf perExpert,
-                                  Buf expertX, Buf expertXScale) {
-        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
-                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, slotCounts, perExpert,
-                expertX, expertXScale, expertOrigin, pairsFromGroup, waitErrors, config.waitTimeout().toNanos(),
-                waitTag, layout.xBytes(), config.scalesPerToken(), config.topK(), config.expertsPerRank(),
-                config.worldSize(), config.groupSize(), rank, layout.rowBytes(), config.maxTokensPerRank(),
-                layout.pairsPerRegion(), fixedTokens, inputReport != null ? 1 : 0, dispatchSendGrid.blocksY(),
-                dispatchRecvGrid.blocksY()};
-    }
-
-    /**
-     * Combine send and receive as one kernel launch ({@code AllToAllKernels.combine}), as
-     * {@link #dispatch} is for dispatch.
-     */
-    @Override
-    public void combine(CombineInput in, Tensor out) {
-        Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(out, "out");
-        expect(Phase.DISPATCHED);
-        long t0 = System.nanoTime();
-        validator.expertY(in.expertY());
-        validator.combineOutput(in.weights(), out, m);
-        work(() -> {
-            runner.launch(COMBINE, combineGrid, combineArgs(in.expertY().buf(), expertNumTokens, in.weights().buf(),
-                    countBuf, out.buf()));
-            if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} combine: issued in {}us", rank, round, micros(System.nanoTime() - t0));
-            }
-        }, Phase.IDLE);
-    }
-
-    private Object[] combineArgs(Buf expertY, Buf perExpert, Buf weights, Buf counts, Buf out) {
-        return new Object[] {expertY, perExpert, expertOrigin, combineSend.local(), combineRecv.local(),
-                signals.local(), pairsFromGroup, roundState, peerModes, waitErrors, pairLocation, weights, counts, out,
-                config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(), config.groupSize(),
-                layout.yBytes(), config.expertCapacity(), layout.pairsPerRegion(), anyPut, config.expertsPerRank(),
-                config.hidden(), config.maxTokensPerRank(), config.topK(), config.expertOutType().kernelCode(),
-                config.outType().kernelCode(), combineSendGrid.blocksY(), combineRecvGrid.blocksX(),
-                combineRecvGrid.blocksY()};
-    }
-
-    private static int blocksOf(Grid grid) {
-        return grid.blocksX() * grid.blocksY();
     }
 
     // ---- step 3: combine send ----
@@ -604,11 +505,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * raises the abort word on the peers (unless the failure is a peer's abort).
      */
     private void work(Runnable step) {
-        work(step, phase.next());
-    }
-
-    /** Runs {@code step}, the work of a call; the handle is in phase {@code after} when it succeeds. */
-    private void work(Runnable step, Phase after) {
+        Phase from = phase;
         try {
             step.run();
         } catch (RuntimeException e) {
@@ -618,7 +515,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
             fail(new MoeCommException("rank " + rank + ": " + e, e), AbortReason.CALL_FAILED);
             throw e;
         }
-        phase = after;
+        phase = from.next();
     }
 
     private static long micros(long nanos) {

@@ -66,21 +66,18 @@ class DispatchCombineGpuTest {
      * Dispatch and combine captured once into two CUDA graphs each rank, then replayed 120 rounds
      * with new tokens, ids, weights and m (through a count in device memory) written into the same
      * buffers before each replay, every round checked against the reference; with direct stores
-     * and with puts, each half as its send and receive calls and as its one-launch call.
+     * and with puts.
      */
-    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6} oneLaunch={7}")
+    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6}")
     @CsvSource({
-        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO, false",
-        "2, 16, 4, 512, 24, BF16, PUTS, false",
-        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO, true",
-        "2, 16, 4, 512, 24, BF16, PUTS, true",
+        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
+        "2, 16, 4, 512, 24, BF16, PUTS",
     })
-    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes,
-                                                  boolean oneLaunch) {
+    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(world, GraphReplayMain.class, out, Duration.ofMinutes(5))
                 .args(Integer.toString(e), Integer.toString(k), Integer.toString(h), Integer.toString(m), in, writes,
-                        "120", Long.toString(77L * world), Boolean.toString(oneLaunch))
+                        "120", Long.toString(77L * world))
                 .build().run();
         assertArrayEquals(new int[world], r.exitCodes());
         for (int rank = 0; rank < world; rank++) {

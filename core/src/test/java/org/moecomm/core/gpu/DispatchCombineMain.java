@@ -78,9 +78,7 @@ public final class DispatchCombineMain {
                 for (int i = 0; i < rounds; i++) {
                     Workload w = Workload.generate(config, seed + i, variant(i, maxTokens, world));
                     long t0 = System.nanoTime();
-                    // every third round as one-launch calls (dispatch, combine), the others split
-                    ResultCheck.Report report = i % 3 == 2 ? CheckedRound.runOneLaunch(buffers, w, i % 2 == 1)
-                            : CheckedRound.run(buffers, w, i % 2 == 1, between);
+                    ResultCheck.Report report = CheckedRound.run(buffers, w, i % 2 == 1, between);
                     long us = (System.nanoTime() - t0) / 1000;
                     if (!report.ok()) {
                         bad++;

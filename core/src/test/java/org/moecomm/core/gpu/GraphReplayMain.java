@@ -18,9 +18,7 @@ import org.moecomm.core.launch.LaunchEnv;
  * writes a fresh workload (tokens, ids, weights, and m through a count in device memory, cycling
  * m = M, m = 0, -1 ids and skewed routing) into the same buffers and poisons the outputs; the
  * experts run on the host between the two graphs; every round is checked against the reference.
- * With {@code oneLaunch} true each graph holds the one-launch call ({@code dispatch},
- * {@code combine}) instead of the send and receive calls.
- * Arguments: {@code E K H M inType peerWrites rounds seed oneLaunch}. Prints {@code CHECK graph-replay ok
+ * Arguments: {@code E K H M inType peerWrites rounds seed}. Prints {@code CHECK graph-replay ok
  * rank r} or the problems (exit code 1).
  */
 public final class GraphReplayMain {
@@ -43,7 +41,6 @@ public final class GraphReplayMain {
                 .build();
         int rounds = Integer.parseInt(args[6]);
         long seed = Long.parseLong(args[7]);
-        boolean oneLaunch = Boolean.parseBoolean(args[8]);
         int bad = 0;
         try (GpuBackend gpu = GpuBackend.start(config)) {
             int rank = gpu.rank();
@@ -52,7 +49,7 @@ public final class GraphReplayMain {
                 // the graphs keep the buffers of the first upload; later uploads rewrite those buffers
                 DispatchInput in = buffers.upload(Workload.generate(config, seed).rank(rank), true);
                 Runnable sync = gpu.deviceTiming(h).barrier();
-                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in, oneLaunch)) {
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
                     RoundGraph dispatch = graphs.dispatch();
                     RoundGraph combine = graphs.combine();
                     for (int i = 0; i < rounds; i++) {
@@ -84,7 +81,6 @@ public final class GraphReplayMain {
                 System.exit(1);
             }
             System.out.println("CHECK graph-replay ok rank " + rank + " (" + rounds + " replays of two captured graphs, "
-                    + (oneLaunch ? "one launch each, " : "send and receive each, ")
                     + config + ")");
         }
     }

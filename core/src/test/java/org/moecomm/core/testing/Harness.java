@@ -36,9 +36,7 @@ public final class Harness {
 
     /**
      * Runs {@code rounds} checked rounds on one handle per rank, round i with {@code workload.apply(i)},
-     * and fails with every rank's problems if any rank differs from the reference. Even rounds
-     * make the split calls (send, then receive), odd rounds the one-launch calls
-     * ({@code dispatch}, {@code combine}): both on one handle, one after the other.
+     * and fails with every rank's problems if any rank differs from the reference.
      */
     public static void checkedRounds(MoeConfig config, int rounds, IntFunction<Workload> workload,
                                      boolean countInBuffer) {
@@ -48,9 +46,8 @@ public final class Harness {
         }
         List<List<ResultCheck.Report>> reports = onAllRanks(config, (h, b) -> {
             List<ResultCheck.Report> mine = new ArrayList<>();
-            for (int i = 0; i < workloads.size(); i++) {
-                mine.add(i % 2 == 0 ? CheckedRound.run(b, workloads.get(i), countInBuffer)
-                        : CheckedRound.runOneLaunch(b, workloads.get(i), countInBuffer));
+            for (Workload w : workloads) {
+                mine.add(CheckedRound.run(b, w, countInBuffer));
             }
             return mine;
         });

@@ -49,10 +49,6 @@ public final class AllToAllKernels {
     public static final int STATE_COMBINE_SENT = 4;
     /** Blocks of the current {@link #combineRecv} launch that have finished. */
     public static final int STATE_COMBINE_RECEIVED = 5;
-    /** The next role ticket of a one-launch grid ({@link #dispatch}, {@link #combine}). */
-    public static final int STATE_TICKET = 6;
-    /** Blocks of the current {@link #dispatch} or {@link #combine} launch that have finished. */
-    public static final int STATE_FUSED_DONE = 7;
     /** int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination. */
     public static final int STATE_DESTINATIONS = 8;
 
@@ -87,23 +83,7 @@ public final class AllToAllKernels {
                                     int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
                                     int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
         long round = state.getLong(STATE_ROUND) + 1;
-        sendRows(ctx, ctx.groupIdx(), ctx.groupIdy(), ctx.numGroupsY(), ctx.numGroupsX(), round, x, xScale, indices,
-                numTokens, dispatchSend, dispatchRecv, signals, pairLocation, inputReport, state, peerModes, xBytes,
-                scalesPerToken, topK, expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion,
-                fixedTokens, checkIds);
-        if (ctx.localIdx() == 0
-                && ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
-            state.setInt(STATE_DISPATCH_SENT, 0);
-            state.setLong(STATE_ROUND, round);
-        }
-    }
-
-    /** Dispatch send's work for block {@code y} of the {@code blocksY} of destination {@code dest}; ends with thread 0's signal. */
-    private static void sendRows(KernelContext ctx, int dest, int y, int blocksY, int worldSize, long round, Buf x,
-                                 Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend, Buf dispatchRecv,
-                                 Buf signals, Buf pairLocation, Buf inputReport, Buf state, Buf peerModes, int xBytes,
-                                 int scalesPerToken, int topK, int expertsPerRank, int groupSize, int rank,
-                                 int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
+        int dest = ctx.groupIdx();
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
         boolean direct = serves && peerModes.getInt(dest) == PEER_DIRECT;
@@ -115,9 +95,9 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
-        int rows = MoeKernels.packRows(ctx, dest, y, blocksY, worldSize, x, xScale, indices, numTokens, pairLocation,
-                inputReport, rowsOut, outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes,
-                scalesPerToken, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
+        int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
+                outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
+                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
         if (putPeer >= 0) {
             ctx.quiet();
         }
@@ -125,8 +105,8 @@ public final class AllToAllKernels {
         if (ctx.localIdx() == 0) {
             ctx.systemFence();
             // One block per destination (decode) is its last: no count, no second fence before the signal.
-            boolean alone = blocksY == 1;
-            if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == blocksY - 1) {
+            boolean alone = ctx.numGroupsY() == 1;
+            if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
                 if (!alone) {
                     state.setInt(STATE_DESTINATIONS + dest, 0);
                 }
@@ -136,6 +116,10 @@ public final class AllToAllKernels {
                     }
                     ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
                 }
+            }
+            if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
+                state.setInt(STATE_DISPATCH_SENT, 0);
+                state.setLong(STATE_ROUND, round);
             }
         }
     }
@@ -155,19 +139,8 @@ public final class AllToAllKernels {
                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
                                     int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
-        receiveRows(ctx, ctx.groupIdx(), ctx.groupIdy(), ctx.numGroupsY(), ctx.numGroupsX() * ctx.numGroupsY(),
-                state.getLong(STATE_ROUND), dispatchRecv, signals, slotCounts, expertNumTokens, expertX, expertXScale,
-                expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank, groupSize, expertsPerRank,
-                xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-    }
-
-    /** Dispatch receive's work for block {@code y} of the {@code blocksY} of source group {@code g}, one of {@code blocks} in all. */
-    private static void receiveRows(KernelContext ctx, int g, int y, int blocksY, int blocks, long round,
-                                    Buf dispatchRecv, Buf signals, Buf slotCounts, Buf expertNumTokens, Buf expertX,
-                                    Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, Buf state, Buf errors,
-                                    long timeoutNanos, int waitTag, int rank, int groupSize, int expertsPerRank,
-                                    int xBytes, int scalesPerToken, int topK, int rowBytes, int maxTokens,
-                                    int numGroups, int pairsPerRegion) {
+        long round = state.getLong(STATE_ROUND);
+        int g = ctx.groupIdx();
         int[] shared = ctx.allocateIntLocalArray(1);
         if (ctx.localIdx() == 0) {
             Buf signal = signals.slice(8L * g, 8);
@@ -179,57 +152,13 @@ public final class AllToAllKernels {
             shared[0] = rows;
         }
         ctx.localBarrier();
-        MoeKernels.scatterRows(ctx, g, y, blocksY, dispatchRecv, shared[0], slotCounts, expertX, expertXScale,
-                expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups,
-                pairsPerRegion);
-        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, blocks, shared, false)) {
+        MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
+                pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false)) {
             for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
                 expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
                 slotCounts.setInt(l, 0);
             }
-        }
-    }
-
-    /**
-     * Dispatch in one launch: {@link #dispatchSend} and {@link #dispatchRecv} as the two roles of
-     * one grid of {@code W*sendBlocksY + NG*recvBlocksY} blocks, so a dispatch costs one launch
-     * and one kernel's start and end. A block's role comes from a ticket it takes when it starts
-     * ({@link #takeTicket}): tickets below {@code W*sendBlocksY} send, the others receive. A
-     * receiving block waits for signals that sending blocks of this grid raise (this rank's own
-     * rows), but every send ticket has been taken by a block that is running before any receive
-     * ticket is handed out, and sending blocks never wait: the grid finishes however many of its
-     * blocks the device runs at once. The last block to finish advances the round and resets the
-     * tickets. Arguments as {@link #dispatchSend} and {@link #dispatchRecv}.
-     */
-    public static void dispatch(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
-                                Buf dispatchRecv, Buf signals, Buf pairLocation, Buf inputReport, Buf state,
-                                Buf peerModes, Buf slotCounts, Buf expertNumTokens, Buf expertX, Buf expertXScale,
-                                Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos, int waitTag,
-                                int xBytes, int scalesPerToken, int topK, int expertsPerRank, int worldSize,
-                                int groupSize, int rank, int rowBytes, int maxTokens, int pairsPerRegion,
-                                int fixedTokens, int checkIds, int sendBlocksY, int recvBlocksY) {
-        int ticket = takeTicket(ctx, state);
-        // nobody advances the round before every block of this grid has read it (see the end)
-        long round = state.getLong(STATE_ROUND) + 1;
-        int numGroups = worldSize / groupSize;
-        int sendBlocks = worldSize * sendBlocksY;
-        int recvBlocks = numGroups * recvBlocksY;
-        if (ticket < sendBlocks) {
-            sendRows(ctx, ticket % worldSize, ticket / worldSize, sendBlocksY, worldSize, round, x, xScale, indices,
-                    numTokens, dispatchSend, dispatchRecv, signals, pairLocation, inputReport, state, peerModes,
-                    xBytes, scalesPerToken, topK, expertsPerRank, groupSize, rank, rowBytes, maxTokens,
-                    pairsPerRegion, fixedTokens, checkIds);
-        } else {
-            int r = ticket - sendBlocks;
-            receiveRows(ctx, r % numGroups, r / numGroups, recvBlocksY, recvBlocks, round, dispatchRecv, signals,
-                    slotCounts, expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors,
-                    timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes,
-                    maxTokens, numGroups, pairsPerRegion);
-        }
-        int[] shared = ctx.allocateIntLocalArray(1);
-        if (lastBlock(ctx, state, STATE_FUSED_DONE, sendBlocks + recvBlocks, shared, false) && ctx.localIdx() == 0) {
-            state.setInt(STATE_TICKET, 0);
-            state.setLong(STATE_ROUND, round);
         }
     }
 
@@ -250,23 +179,13 @@ public final class AllToAllKernels {
                                    Buf peerModes, Buf errors, long timeoutNanos, int waitTag, int rank,
                                    int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
                                    int anyPut) {
-        sendExpertRows(ctx, ctx.groupIdx(), ctx.groupIdy(), ctx.numGroupsY(), ctx.numGroupsX() * ctx.numGroupsY(),
-                state.getLong(STATE_ROUND), expertY, expertNumTokens, expertOrigin, combineSend, combineRecv, signals,
-                pairsFromGroup, state, peerModes, errors, timeoutNanos, waitTag, rank, worldSize, groupSize, yBytes,
-                expertCapacity, pairsPerRegion, anyPut);
-    }
-
-    /** Combine send's work for block {@code y} of the {@code blocksY} of local expert {@code expert}, one of {@code blocks}. */
-    private static void sendExpertRows(KernelContext ctx, int expert, int y, int blocksY, int blocks, long round,
-                                       Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
-                                       Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state, Buf peerModes,
-                                       Buf errors, long timeoutNanos, int waitTag, int rank, int worldSize,
-                                       int groupSize, int yBytes, int expertCapacity, int pairsPerRegion, int anyPut) {
+        long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int numGroups = worldSize / groupSize;
         int doneWord = numGroups + worldSize;
         int[] shared = ctx.allocateIntLocalArray(1);
+        int expert = ctx.groupIdx();
         // read before the waits (a local count, final since dispatch receive): its load overlaps them
         int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
         for (int s = tid; s < worldSize; s += threads) {
@@ -279,8 +198,8 @@ public final class AllToAllKernels {
         long firstRow = (long) expert * expertCapacity;
         int warpWidth = MoeKernels.copyWidth(threads);
         int warps = threads / warpWidth;
-        int firstStripe = y * warps;
-        int stripeStep = blocksY * warps;
+        int firstStripe = ctx.groupIdy() * warps;
+        int stripeStep = ctx.numGroupsY() * warps;
         // Stripes of one slot per warp as in MoeKernels.gather; teams of warps share a stripe's rows.
         for (int stripe = firstStripe; stripe < n; stripe += stripeStep) {
             int rows = MoeKernels.min(warps, n - stripe);
@@ -327,7 +246,7 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_SENT, blocks, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true)) {
             for (int s = tid; s < worldSize; s += threads) {
                 ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
                         (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
@@ -348,17 +267,7 @@ public final class AllToAllKernels {
                                    Buf numTokens, Buf out, Buf signals, Buf state, Buf errors, long timeoutNanos,
                                    int waitTag, int rank, int worldSize, int numGroups, int hidden, int maxTokens,
                                    @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
-        reduceTokens(ctx, ctx.groupIdx(), ctx.groupIdy(), ctx.numGroupsX(), ctx.numGroupsY(),
-                state.getLong(STATE_ROUND), combineRecv, pairLocation, weights, numTokens, out, signals, state, errors,
-                timeoutNanos, waitTag, rank, worldSize, numGroups, hidden, maxTokens, topK, yDtype, outDtype);
-    }
-
-    /** Combine receive's work for block {@code (bx, by)} of a {@code blocksX x blocksY} grid. */
-    private static void reduceTokens(KernelContext ctx, int bx, int by, int blocksX, int blocksY, long round,
-                                     Buf combineRecv, Buf pairLocation, Buf weights, Buf numTokens, Buf out,
-                                     Buf signals, Buf state, Buf errors, long timeoutNanos, int waitTag, int rank,
-                                     int worldSize, int numGroups, int hidden, int maxTokens, int topK, int yDtype,
-                                     int outDtype) {
+        long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int[] shared = ctx.allocateIntLocalArray(1);
@@ -373,13 +282,13 @@ public final class AllToAllKernels {
         int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
         // the y blocks of a token split its hidden dimension: a decode round's few tokens are
         // latency-bound in one block (K row reads per element, one element per thread and step)
-        int firstH = by * threads + tid;
-        int stepH = blocksY * threads;
-        for (int t = bx; t < m; t += blocksX) {
+        int firstH = ctx.groupIdy() * threads + tid;
+        int stepH = ctx.numGroupsY() * threads;
+        for (int t = ctx.groupIdx(); t < m; t += ctx.numGroupsX()) {
             MoeKernels.reduceSlice(t, firstH, stepH, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
                     outDtype);
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, blocksX * blocksY, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true)) {
             long word = 8L * (numGroups + worldSize + rank);
             for (int d = tid; d < worldSize; d += threads) {
                 ctx.signalSet(signals.slice(word, 8), round, d);
@@ -388,67 +297,18 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Combine in one launch: {@link #combineSend} and {@link #combineRecv} as the two roles of one
-     * grid of {@code L*sendBlocksY + recvBlocksX*recvBlocksY} blocks, by tickets as in
-     * {@link #dispatch} (receiving blocks wait for this rank's own combine signal, raised by the
-     * last sending block). The round does not change. Arguments as {@link #combineSend} and
-     * {@link #combineRecv}.
-     */
-    public static void combine(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
-                               Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state, Buf peerModes, Buf errors,
-                               Buf pairLocation, Buf weights, Buf numTokens, Buf out, long timeoutNanos, int waitTag,
-                               int rank, int worldSize, int groupSize, int yBytes, int expertCapacity,
-                               int pairsPerRegion, int anyPut, int expertsPerRank, int hidden, int maxTokens,
-                               @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype,
-                               int sendBlocksY, int recvBlocksX, int recvBlocksY) {
-        int ticket = takeTicket(ctx, state);
-        long round = state.getLong(STATE_ROUND);
-        int sendBlocks = expertsPerRank * sendBlocksY;
-        int recvBlocks = recvBlocksX * recvBlocksY;
-        if (ticket < sendBlocks) {
-            sendExpertRows(ctx, ticket % expertsPerRank, ticket / expertsPerRank, sendBlocksY, sendBlocks, round,
-                    expertY, expertNumTokens, expertOrigin, combineSend, combineRecv, signals, pairsFromGroup, state,
-                    peerModes, errors, timeoutNanos, waitTag, rank, worldSize, groupSize, yBytes, expertCapacity,
-                    pairsPerRegion, anyPut);
-        } else {
-            int r = ticket - sendBlocks;
-            reduceTokens(ctx, r % recvBlocksX, r / recvBlocksX, recvBlocksX, recvBlocksY, round, combineRecv,
-                    pairLocation, weights, numTokens, out, signals, state, errors, timeoutNanos, waitTag, rank,
-                    worldSize, worldSize / groupSize, hidden, maxTokens, topK, yDtype, outDtype);
-        }
-        int[] shared = ctx.allocateIntLocalArray(1);
-        if (lastBlock(ctx, state, STATE_FUSED_DONE, sendBlocks + recvBlocks, shared, false) && ctx.localIdx() == 0) {
-            state.setInt(STATE_TICKET, 0);
-        }
-    }
-
-    /**
-     * The role ticket of this block in a one-launch grid ({@link #dispatch}, {@link #combine}):
-     * thread 0 takes the next one from {@code state[STATE_TICKET]} and the block shares it.
-     */
-    private static int takeTicket(KernelContext ctx, Buf state) {
-        int[] ticket = ctx.allocateIntLocalArray(1);
-        if (ctx.localIdx() == 0) {
-            ticket[0] = ctx.atomicAdd(state, STATE_TICKET, 1);
-        }
-        ctx.localBarrier();
-        return ticket[0];
-    }
-
-    /**
-     * Ends a block's part of a grid of {@code blocks}: after a barrier, thread 0 makes the block's writes (and
+     * Ends a block's part of a grid: after a barrier, thread 0 makes the block's writes (and
      * reads) ordered before what follows, for the whole system when {@code system} (the last
      * block signals other ranks) or for this device ({@code globalFence}, cheaper: dispatch
      * receive's results stay here), and counts the block in {@code state[counter]}; returns true,
      * in every thread of the block, for the last block of the grid, which also resets the counter
      * for the next launch.
      */
-    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int blocks, int[] shared,
-                                     boolean system) {
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system) {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
             fence(ctx, system);
-            int last = ctx.atomicAdd(state, counter, 1) == blocks - 1 ? 1 : 0;
+            int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
                 state.setInt(counter, 0);
                 fence(ctx, system);

@@ -76,7 +76,7 @@ public final class MoeKernels {
                             int pairsPerRegion, int fixedTokens, int checkIds) {
         int dest = ctx.groupIdx();
         boolean serves = dest % groupSize == member;
-        int rows = packRows(ctx, dest, ctx.groupIdy(), ctx.numGroupsY(), ctx.numGroupsX(), x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
+        int rows = packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
                 topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == 0) {
@@ -85,8 +85,7 @@ public final class MoeKernels {
     }
 
     /**
-     * The body of {@link #pack} for destination {@code d = dest}, as block {@code blockY} of the
-     * {@code blocksY} of {@code d} ({@code destinations} = W): numbers the rows, writes
+     * The body of {@link #pack} for destination {@code d = groupIdx()}: numbers the rows, writes
      * {@code pairLocation} (and m, and the input check, as pack documents) and, with
      * {@code copy != 0}, writes block {@code y}'s contiguous share of each chunk's rows into
      * {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block then
@@ -94,15 +93,16 @@ public final class MoeKernels {
      * {@code putRegionRow} (complete after {@code quiet}). Returns the rows routed to {@code d}
      * (every thread, every block of {@code d}).
      */
-    static int packRows(KernelContext ctx, int dest, int blockY, int blocksY, int destinations, Buf x, Buf xScale,
-                        Buf indices, Buf numTokens, Buf pairLocation, Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
+    static int packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
+                        Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
                         int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
                         int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        boolean leader = blockY == 0;
+        int dest = ctx.groupIdx();
+        boolean leader = ctx.groupIdy() == 0;
         int firstExpert = dest * expertsPerRank;
-        int numExperts = destinations * expertsPerRank;
+        int numExperts = ctx.numGroupsX() * expertsPerRank;
         int count = fixedTokens >= 0 ? fixedTokens : numTokens.getInt(0);
         int m = clamp(count, 0, maxTokens);
         boolean first = dest == 0 && leader && tid == 0;
@@ -195,8 +195,8 @@ public final class MoeKernels {
 
             if (copy != 0) {
                 // Block y's share of the chunk: rows [lo, hi), contiguous so that one put carries it.
-                int share = (chunkRows + blocksY - 1) / blocksY;
-                int lo = min(chunkRows, blockY * share);
+                int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
+                int lo = min(chunkRows, ctx.groupIdy() * share);
                 int hi = min(chunkRows, lo + share);
                 copyRowsToSend(ctx, x, xScale, indices, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo, hi,
                         outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes);
@@ -265,22 +265,22 @@ public final class MoeKernels {
                                int scalesPerToken, int topK, int rowBytes, int maxTokens, int numGroups,
                                int pairsPerRegion) {
         int group = ctx.groupIdx();
-        scatterRows(ctx, group, ctx.groupIdy(), ctx.numGroupsY(), dispatchRecv, (int) (dispatchSignals.getLong(group) & 0xffffffffL), expertNumTokens, expertX,
+        scatterRows(ctx, dispatchRecv, (int) (dispatchSignals.getLong(group) & 0xffffffffL), expertNumTokens, expertX,
                 expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
                 numGroups, pairsPerRegion);
     }
 
     /**
-     * The body of {@link #scatter} for source group {@code g = group}, as block {@code blockY} of
-     * its {@code blocks}; {@code g} sent
+     * The body of {@link #scatter} for source group {@code g = groupIdx()}, which sent
      * {@code receivedRows} rows (clamped to {@code [0, maxTokens]}); slots are taken from
      * {@code slotCounts} (int32 {@code [L]}, zero before the first block of the launch starts).
      */
-    static void scatterRows(KernelContext ctx, int group, int blockY, int blocks, Buf dispatchRecv, int receivedRows,
-                            Buf slotCounts, Buf expertX, Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken,
+    static void scatterRows(KernelContext ctx, Buf dispatchRecv, int receivedRows, Buf slotCounts, Buf expertX,
+                            Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken,
                             int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
+        int group = ctx.groupIdx();
         int rows = clamp(receivedRows, 0, maxTokens);
         int capacity = numGroups * maxTokens;
         int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
@@ -288,6 +288,7 @@ public final class MoeKernels {
         int originBase = group * pairsPerRegion;
         // Kd bounds the pairs of a row; chunks hold as many rows as their pairs fit in shared memory.
         int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
+        int blocks = ctx.numGroupsY();
         // Rows per chunk: as many as shared memory holds, but few enough that all Y blocks get some.
         int chunkRows = max(1, min(min(threads, SCATTER_PAIRS / kd), (rows + blocks - 1) / blocks));
 
@@ -304,7 +305,7 @@ public final class MoeKernels {
         ctx.localBarrier();
 
         int turn = 0;
-        for (int chunk = blockY * chunkRows; chunk < rows; chunk += blocks * chunkRows) {
+        for (int chunk = ctx.groupIdy() * chunkRows; chunk < rows; chunk += blocks * chunkRows) {
             int n = min(chunkRows, rows - chunk);
             // Phase 1: one thread per (row, pair) takes the pair's slot, so a decode round's few
             // rows do not chain their slot atomics one after the other (the order of slots is free).
@@ -349,7 +350,7 @@ public final class MoeKernels {
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        if (tid == 0 && blockY == 0) {
+        if (tid == 0 && ctx.groupIdy() == 0) {
             // Pairs are numbered contiguously in row order: the last row ends the count.
             int total = 0;
             if (rows > 0) {

@@ -76,6 +76,7 @@ final class ReportCommand implements Callable<Integer> {
         if (!phases.isEmpty()) {
             table.append(phaseTable(phases));
         }
+        table.append(MemoryTable.markdown());
         table.append(chartSection(jmh, kernels, phases));
         String text = Files.readString(readme);
         int b = text.indexOf(BEGIN);

@@ -53,6 +53,16 @@ class ReportCommandTest {
         assertEquals(header.size(), values.size());
     }
 
+    /** The memory table is the handle's layout: deepseek-v3, W = 4, M = 2048 needs 1.86 GiB per rank. */
+    @Test
+    void memoryTableComesFromTheLayout() {
+        String table = MemoryTable.markdown();
+        assertTrue(table.contains("| deepseek-v3 | 4 | 119 MiB | 477 MiB | 1.86 GiB | 3.73 GiB |"), table);
+        assertTrue(table.contains("| deepseek-v2-lite | 8 |"), table);
+        assertEquals(MemoryTable.size(MemoryTable.layout(org.moecomm.core.Preset.DEEPSEEK_V3, 8, 4096)
+                .symmetricBytes()), "7.45 GiB");
+    }
+
     /** A file written before launch modes existed reads as plain launches, every number in its column. */
     @Test
     void olderResultsWithoutLaunchAreRead() throws Exception {
@@ -113,8 +123,9 @@ class ReportCommandTest {
         assertFalse(text.contains("old table"), text);
         assertTrue(text.endsWith(ReportCommand.END + "\nafter\n"), text);
         assertTrue(text.contains("(`2026-12-03-h200-w2-gpu-phases.json`, `2026-12-03-h200-gpu-phases.json`;"), text);
+        // the phase rows (the memory table's rows carry MiB or GiB)
         List<List<String>> rows = text.lines().filter(l -> l.startsWith("| deepseek") || l.startsWith("| mixtral"))
-                .map(ReportCommandTest::cells).toList();
+                .filter(l -> !l.contains("iB |")).map(ReportCommandTest::cells).toList();
         assertEquals(4, rows.size(), text);
         // preset, W, tokens, launch, dispatch median
         assertEquals(List.of("deepseek-v2-lite", "2", "8", "plain", "305.0"), pick(rows.get(0)));

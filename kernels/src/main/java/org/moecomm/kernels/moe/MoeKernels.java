@@ -12,7 +12,8 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p>Launch with {@link #THREADS} threads per block; any block size from 1 to
  * {@link #MAX_THREADS} works (the scans keep one entry per thread in shared memory).
- * Rows are copied by groups of {@link KernelContext#WARP_SIZE} threads with 16-byte copies, so
+ * Rows are copied by teams of whole warps ({@link #teamWidth}: one warp per row when a block has
+ * many, the whole block on a decode block's one row) with 16-byte copies, so
  * token byte counts ({@code xBytes}, {@code yBytes}) and {@code rowBytes} must be multiples
  * of 16 (they are: H % 16 == 0).
  *

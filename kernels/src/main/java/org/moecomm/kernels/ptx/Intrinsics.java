@@ -139,6 +139,42 @@ final class Intrinsics {
         c.f().op("cvt.s32.s16 " + c.result() + ", " + h);
     }
 
+    /**
+     * {@code Buf.copy16x4} ({@code count} null) and {@code Buf.copy16xN} (copy {@code j} only when
+     * {@code j < count}, by predicates): four 16-byte loads at {@code srcIndex + j*stride}, all
+     * issued before the four stores, so that they are in flight together.
+     */
+    private static void copyFourPieces(Call c, String count) {
+        PtxFunction f = c.f();
+        String step = f.tmp("b64");
+        f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
+        String[] src = new String[4];
+        String[] dst = new String[4];
+        String[] guard = new String[4];
+        String[] values = new String[4];
+        src[0] = elementAddress(f, c.arg(2), c.arg(3), 4);
+        dst[0] = elementAddress(f, c.arg(0), c.arg(1), 4);
+        for (int j = 0; j < 4; j++) {
+            if (j > 0) {
+                src[j] = f.tmp("b64");
+                dst[j] = f.tmp("b64");
+                f.op("add.s64 " + src[j] + ", " + src[j - 1] + ", " + step);
+                f.op("add.s64 " + dst[j] + ", " + dst[j - 1] + ", " + step);
+            }
+            guard[j] = "";
+            if (count != null) {
+                String p = f.pred();
+                f.op("setp.gt.s32 " + p + ", " + count + ", " + j);
+                guard[j] = "@" + p + " ";
+            }
+            values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
+            f.op(guard[j] + "ld.global.v4.u32 " + values[j] + ", [" + src[j] + "]");
+        }
+        for (int j = 0; j < 4; j++) {
+            f.op(guard[j] + "st.global.v4.u32 [" + dst[j] + "], " + values[j]);
+        }
+    }
+
     private static void fp16ToFloat(Call c) {
         String h = c.f().tmp("b16");
         c.f().op("cvt.u16.u32 " + h + ", " + c.arg(0));
@@ -236,59 +272,8 @@ final class Intrinsics {
             f.op("ld.global.v4.u32 " + v + ", [" + src + "]");
             f.op("st.global.v4.u32 [" + dst + "], " + v);
         });
-        def(BUF, "copy16x4", "(J" + B + "JJ)V", c -> {
-            PtxFunction f = c.f();
-            String step = f.tmp("b64");
-            f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
-            String src = elementAddress(f, c.arg(2), c.arg(3), 4);
-            String dst = elementAddress(f, c.arg(0), c.arg(1), 4);
-            String[] values = new String[4];
-            String s = src;
-            for (int j = 0; j < 4; j++) { // all four loads first: they are in flight together
-                if (j > 0) {
-                    String next = f.tmp("b64");
-                    f.op("add.s64 " + next + ", " + s + ", " + step);
-                    s = next;
-                }
-                values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
-                f.op("ld.global.v4.u32 " + values[j] + ", [" + s + "]");
-            }
-            String d = dst;
-            for (int j = 0; j < 4; j++) {
-                if (j > 0) {
-                    String next = f.tmp("b64");
-                    f.op("add.s64 " + next + ", " + d + ", " + step);
-                    d = next;
-                }
-                f.op("st.global.v4.u32 [" + d + "], " + values[j]);
-            }
-        });
-        def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> {
-            PtxFunction f = c.f();
-            String step = f.tmp("b64");
-            f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
-            String[] src = new String[4];
-            String[] dst = new String[4];
-            src[0] = elementAddress(f, c.arg(2), c.arg(3), 4);
-            dst[0] = elementAddress(f, c.arg(0), c.arg(1), 4);
-            String[] guard = new String[4];
-            String[] values = new String[4];
-            for (int j = 0; j < 4; j++) { // copy j happens when j < count; all loads before the stores
-                if (j > 0) {
-                    src[j] = f.tmp("b64");
-                    dst[j] = f.tmp("b64");
-                    f.op("add.s64 " + src[j] + ", " + src[j - 1] + ", " + step);
-                    f.op("add.s64 " + dst[j] + ", " + dst[j - 1] + ", " + step);
-                }
-                guard[j] = f.pred();
-                f.op("setp.gt.s32 " + guard[j] + ", " + c.arg(5) + ", " + j);
-                values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
-                f.op("@" + guard[j] + " ld.global.v4.u32 " + values[j] + ", [" + src[j] + "]");
-            }
-            for (int j = 0; j < 4; j++) {
-                f.op("@" + guard[j] + " st.global.v4.u32 [" + dst[j] + "], " + values[j]);
-            }
-        });
+        def(BUF, "copy16x4", "(J" + B + "JJ)V", c -> copyFourPieces(c, null));
+        def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> copyFourPieces(c, c.arg(5)));
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

@@ -414,11 +414,17 @@ class SupportedConstructsTest {
     @Test
     void copy16x4IssuesItsFourLoadsBeforeItsStores() throws Exception {
         String p = ptx("copyFour");
+        assertFourLoadsThenFourStores(p, "");
+        assertFalse(p.contains("setp.gt.s32"), p); // not predicated
+    }
+
+    /** Four 16-byte loads, each with {@code guard} in front, all before the four stores. */
+    private static void assertFourLoadsThenFourStores(String p, String guard) {
         int lastLoad = p.lastIndexOf("ld.global.v4.u32");
         int firstStore = p.indexOf("st.global.v4.u32");
         assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
-        assertEquals(4, p.split("ld\\.global\\.v4\\.u32", -1).length - 1, p);
-        assertEquals(4, p.split("st\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(4, p.split(guard + "ld\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(4, p.split(guard + "st\\.global\\.v4\\.u32", -1).length - 1, p);
     }
 
     static void timed(KernelContext ctx, Buf out) {
@@ -440,11 +446,7 @@ class SupportedConstructsTest {
     @Test
     void copy16xNPredicatesItsFourLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
         String p = ptx("copySome");
-        int lastLoad = p.lastIndexOf("ld.global.v4.u32");
-        int firstStore = p.indexOf("st.global.v4.u32");
-        assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
-        assertEquals(4, p.split("@%tp\\d+ ld\\.global\\.v4\\.u32", -1).length - 1, p);
-        assertEquals(4, p.split("@%tp\\d+ st\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertFourLoadsThenFourStores(p, "@%tp\\d+ ");
         for (int j = 0; j < 4; j++) {
             matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
         }

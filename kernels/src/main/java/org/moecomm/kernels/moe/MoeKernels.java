@@ -38,6 +38,8 @@ public final class MoeKernels {
     public static final int MAX_THREADS = 256;
     /** Most slots per token ({@code topK}): pack keeps a token's routing as bits of a long. */
     public static final int MAX_TOP_K = 64;
+    /** Expert ids pack stages in shared memory per chunk of tokens ({@code topK} per token). */
+    static final int PACK_IDS = 2048;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
 
@@ -122,24 +124,33 @@ public final class MoeKernels {
         int[] rowPairBase = ctx.allocateIntLocalArray(MAX_THREADS);
         int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
         long[] rowMask = ctx.allocateLongLocalArray(MAX_THREADS);
+        // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
+        // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
+        int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
+        int chunkTokens = min(threads, PACK_IDS / topK);
 
         int rowsBefore = 0;
         int pairsBefore = 0;
         // One token per thread per chunk; m is the same for every thread, so is the trip count.
-        for (int chunk = 0; chunk < m; chunk += threads) {
+        for (int chunk = 0; chunk < m; chunk += chunkTokens) {
+            int n = min(chunkTokens, m - chunk);
+            for (int i = tid; i < n * topK; i += threads) {
+                chunkIds[i] = indices.getInt((long) chunk * topK + i);
+            }
+            ctx.localBarrier();
             int t = chunk + tid;
             // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
             // of dropMask for a slot whose pairLocation this block sets to -1 (checked ids reported).
             long localMask = 0;
             long dropMask = 0;
             int pairs = 0;
-            if (t < m) {
+            if (tid < n) {
                 for (int k = 0; k < topK; k++) {
-                    int id = indices.getInt((long) t * topK + k);
+                    int id = chunkIds[tid * topK + k];
                     int local = id - firstExpert;
                     long bit = 1L << k;
                     if (local >= 0 && local < expertsPerRank) {
-                        if (namedBefore(indices, t, topK, k, id, localMask)) {
+                        if (namedBefore(chunkIds, tid * topK, k, id, localMask)) {
                             dropMask |= bit;
                             if (checkIds != 0 && leader) {
                                 report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
@@ -161,9 +172,10 @@ public final class MoeKernels {
             scanPairs[tid] = pairs;
             ctx.localBarrier();
 
-            // Inclusive Hillis-Steele scan of (rows, pairs) over the chunk.
+            // Inclusive Hillis-Steele scan of (rows, pairs) over the chunk's n tokens (n is the same
+            // for every thread: a decode round's one token needs no step).
             int src = 0;
-            for (int offset = 1; offset < threads; offset <<= 1) {
+            for (int offset = 1; offset < n; offset <<= 1) {
                 int r = scanRows[src + tid];
                 int p = scanPairs[src + tid];
                 if (tid >= offset) {
@@ -178,10 +190,10 @@ public final class MoeKernels {
             }
             int chunkRow = scanRows[src + tid] - hasRow;
             int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
-            int chunkRows = scanRows[src + threads - 1];
-            int chunkPairs = scanPairs[src + threads - 1];
+            int chunkRows = scanRows[src + n - 1];
+            int chunkPairs = scanPairs[src + n - 1];
 
-            if (t < m) {
+            if (tid < n) {
                 if (leader) {
                     writePairLocations(pairLocation, t, topK, localMask, dropMask, dest * pairsPerRegion + pairBase);
                 }
@@ -199,8 +211,8 @@ public final class MoeKernels {
                 int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
                 int lo = min(chunkRows, ctx.groupIdy() * share);
                 int hi = min(chunkRows, lo + share);
-                copyRowsToSend(ctx, x, xScale, indices, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo, hi,
-                        outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes);
+                copyRowsToSend(ctx, x, xScale, chunkIds, chunk, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo,
+                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes);
                 if (putPeer >= 0 && hi > lo) {
                     // the whole share written (and visible to a network adapter) before the put reads it
                     ctx.systemFence();
@@ -469,15 +481,15 @@ public final class MoeKernels {
     // ---- helpers (inlined by the compiler) ----
 
     /**
-     * Whether slot {@code k} of token {@code t} repeats an expert that an earlier slot in
-     * {@code localMask} names (the first naming of each of this destination's experts). Repeated
+     * Whether slot {@code k} of a token (its ids from {@code ids[first]}) repeats an expert that
+     * an earlier slot in {@code localMask} names (the first naming of each of this destination's experts). Repeated
      * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
      * more than {@code Kd} pairs at one destination and no buffer is overrun.
      */
-    private static boolean namedBefore(Buf indices, int t, int topK, int k, int id, long localMask) {
+    private static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
-            if ((localMask & (1L << j)) != 0 && indices.getInt((long) t * topK + j) == id) {
+            if ((localMask & (1L << j)) != 0 && ids[first + j] == id) {
                 seen = true;
             }
         }
@@ -508,9 +520,9 @@ public final class MoeKernels {
      * pack's copy of rows {@code [lo, hi)} of the chunk: teams of warps ({@link #teamWidth}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      */
-    private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf dispatchSend,
-                                       int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask, int lo,
-                                       int hi, long firstRow,
+    private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int chunk,
+                                       Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs,
+                                       long[] rowMask, int lo, int hi, long firstRow,
                                        int xBytes, int scalesPerToken, int topK, int firstExpert,
                                        int rowBytes) {
         int threads = ctx.localGroupSizeX();
@@ -547,7 +559,7 @@ public final class MoeKernels {
                     } else if (i == 1) {
                         value = rowPairs[r];
                     } else if (i - 2 < rowPairs[r]) {
-                        value = nthLocalExpert(indices, t, topK, firstExpert, rowMask[r], i - 2);
+                        value = nthLocalExpert(chunkIds, (t - chunk) * topK, topK, firstExpert, rowMask[r], i - 2);
                     }
                     dispatchSend.setInt(metaWord + i, value);
                 }
@@ -555,14 +567,17 @@ public final class MoeKernels {
         }
     }
 
-    /** Local expert index of token t's n-th pair (in k order) on this destination: the n-th slot of {@code localMask}. */
-    private static int nthLocalExpert(Buf indices, int t, int topK, int firstExpert, long localMask, int n) {
+    /**
+     * Local expert index of a token's n-th pair (in k order) on this destination: the n-th slot of
+     * {@code localMask}; the token's ids are {@code ids[first]} on.
+     */
+    private static int nthLocalExpert(int[] ids, int first, int topK, int firstExpert, long localMask, int n) {
         int seen = 0;
         int result = 0;
         for (int k = 0; k < topK; k++) {
             if ((localMask & (1L << k)) != 0) {
                 if (seen == n) {
-                    result = indices.getInt((long) t * topK + k) - firstExpert;
+                    result = ids[first + k] - firstExpert;
                 }
                 seen++;
             }

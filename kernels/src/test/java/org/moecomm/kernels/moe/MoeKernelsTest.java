@@ -263,6 +263,8 @@ class MoeKernelsTest {
             "2, 1, 4, 2, 64, 40, false, 0, 256", // m = 0
             "1, 1, 8, 8, 32, 50, true, 50, 1", // W = 1, single-thread blocks
             "3, 1, 2, 2, 48, 30, false, 45, 64", // m > M: clamped to M
+            "4, 1, 12, 40, 64, 130, false, 130, 256", // K = 40: chunks of 51 tokens (the staged ids fill shared memory)
+            "2, 1, 40, 64, 32, 70, false, 67, 128", // K = 64, the most: chunks of 32 tokens
     })
     void packMatchesReference(int w, int g, int l, int k, int h, int m, boolean fp8, int count, int threads) {
         MoeShape c = new MoeShape(w, g, l, k, h, m, fp8);

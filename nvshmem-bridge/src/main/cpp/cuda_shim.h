@@ -76,7 +76,6 @@
     X(cuFuncGetAttribute) \
     X(cuFuncSetAttribute) \
     X(cuLaunchKernel) \
-    X(cuLaunchKernelEx) \
     X(cuStreamCreate) \
     X(cuStreamDestroy) \
     X(cuStreamSynchronize) \
@@ -460,44 +459,21 @@ static inline int mcFuncSetAttribute(long long function, int attribute, int valu
 
 // Launches function. Parameter i is read from the 8-byte slot params[i]: the driver copies as
 // many bytes as the kernel's parameter i has (little-endian, so 4-byte values sit in the low
-// half of their slot). flags is a sum of MC_LAUNCH_* bits.
+// half of their slot).
 #define MC_MAX_KERNEL_PARAMS 256
-// The launch may begin once every block of the previous kernel on the stream has executed
-// griddepcontrol.launch_dependents or exited (programmatic dependent launch, sm_90+).
-#define MC_LAUNCH_OVERLAP_PREVIOUS 1
 static inline int mcLaunchKernel(long long function, int gridX, int gridY, int gridZ,
         int blockX, int blockY, int blockZ, int sharedBytes, long long stream,
-        long long* params, int paramCount, int flags) {
+        long long* params, int paramCount) {
     MC_REQUIRE_DRIVER();
     if (paramCount < 0 || paramCount > MC_MAX_KERNEL_PARAMS) return MC_ERROR_SHIM;
-    if ((flags & ~MC_LAUNCH_OVERLAP_PREVIOUS) != 0) return MC_ERROR_SHIM;
     void* pointers[MC_MAX_KERNEL_PARAMS];
     for (int i = 0; i < paramCount; i++) {
         pointers[i] = &params[i];
     }
-    if (flags == 0) {
-        return mc_p_cuLaunchKernel(MC_FUNCTION(function),
-                static_cast<unsigned>(gridX), static_cast<unsigned>(gridY), static_cast<unsigned>(gridZ),
-                static_cast<unsigned>(blockX), static_cast<unsigned>(blockY), static_cast<unsigned>(blockZ),
-                static_cast<unsigned>(sharedBytes), MC_STREAM(stream), paramCount > 0 ? pointers : nullptr, nullptr);
-    }
-    CUlaunchAttribute overlap;
-    memset(&overlap, 0, sizeof(overlap));
-    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    overlap.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config;
-    memset(&config, 0, sizeof(config));
-    config.gridDimX = static_cast<unsigned>(gridX);
-    config.gridDimY = static_cast<unsigned>(gridY);
-    config.gridDimZ = static_cast<unsigned>(gridZ);
-    config.blockDimX = static_cast<unsigned>(blockX);
-    config.blockDimY = static_cast<unsigned>(blockY);
-    config.blockDimZ = static_cast<unsigned>(blockZ);
-    config.sharedMemBytes = static_cast<unsigned>(sharedBytes);
-    config.hStream = MC_STREAM(stream);
-    config.attrs = &overlap;
-    config.numAttrs = 1;
-    return mc_p_cuLaunchKernelEx(&config, MC_FUNCTION(function), paramCount > 0 ? pointers : nullptr, nullptr);
+    return mc_p_cuLaunchKernel(MC_FUNCTION(function),
+            static_cast<unsigned>(gridX), static_cast<unsigned>(gridY), static_cast<unsigned>(gridZ),
+            static_cast<unsigned>(blockX), static_cast<unsigned>(blockY), static_cast<unsigned>(blockZ),
+            static_cast<unsigned>(sharedBytes), MC_STREAM(stream), paramCount > 0 ? pointers : nullptr, nullptr);
 }
 
 // ---- streams and events ----

@@ -16,8 +16,6 @@ import org.moecomm.kernels.ptx.PtxCompiler;
  *
  * <p>The runner's check that every buffer argument lies in one CUDA allocation costs two driver
  * queries per buffer and launch; it is off unless {@code -Dmoecomm.gpu.checkPointers=true}.
- * Receive kernels overlap the send kernel before them (programmatic dependent launch) unless
- * {@code -Dmoecomm.gpu.overlapLaunches=false}.
  */
 final class CheckedKernelRunner implements KernelRunner {
     private final GpuExecution exec;
@@ -27,7 +25,6 @@ final class CheckedKernelRunner implements KernelRunner {
         this.exec = Objects.requireNonNull(exec, "exec");
         this.runner = new GpuKernelRunner(exec.context(), exec.stream(), PtxCompiler::compileCached)
                 .checkPointers(Boolean.getBoolean("moecomm.gpu.checkPointers"))
-                .overlapLaunches(!"false".equalsIgnoreCase(System.getProperty("moecomm.gpu.overlapLaunches")))
                 .withDeviceLibrary(new NvshmemDeviceLibrary());
     }
 

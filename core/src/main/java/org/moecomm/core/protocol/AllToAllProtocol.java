@@ -175,14 +175,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
                 (2 * runner.concurrentBlocks() + l - 1) / l));
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
-        // the receive kernels are written to overlap the send kernel before them (AllToAllKernels)
-        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS).overlappingPrevious();
+        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
         this.combineSendGrid = Grid.of(l, chunks, THREADS);
         int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
         int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() + THREADS - 1) / THREADS));
-        this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS).overlappingPrevious();
+        this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));

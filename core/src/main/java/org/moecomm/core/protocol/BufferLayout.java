@@ -137,12 +137,9 @@ public final class BufferLayout {
 
     // ---- local buffers ----
 
-    /**
-     * {@code roundState}: int32 words of {@code AllToAllKernels} (each grid's last round, one per
-     * dispatch send block, and the grids' completion counters).
-     */
+    /** {@code roundState}: int32 words of {@code AllToAllKernels} (the round and the grids' completion counters). */
     public long roundStateBytes() {
-        return 4L * AllToAllKernels.stateWords(config.worldSize(), AllToAllProtocol.MAX_BLOCKS_PER_UNIT);
+        return 4L * AllToAllKernels.stateWords(config.worldSize());
     }
 
     /** {@code slotCounts [L]} int32: dispatch recv's slot counters, zero between rounds. */

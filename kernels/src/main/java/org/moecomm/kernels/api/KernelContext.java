@@ -77,26 +77,6 @@ public interface KernelContext {
      */
     long clock();
 
-    /**
-     * Lets the next launch on this stream begin before this grid ends, once every block of this
-     * grid has called this method or exited: the next launch must have been made with
-     * {@link Grid#overlappingPrevious()} (CUDA's programmatic dependent launch,
-     * {@code griddepcontrol.launch_dependents}). A grid calls it when its remaining work is short
-     * (a fence and a signal), so the next kernel's launch and first instructions overlap that
-     * tail. A no-op on the JVM, where launches run one after the other, and below sm_90.
-     */
-    void allowDependentLaunch();
-
-    /**
-     * Waits until the launch before this one on the stream has completed and its memory writes
-     * are visible ({@code griddepcontrol.wait}). A kernel launched with
-     * {@link Grid#overlappingPrevious()} calls it before it touches anything an earlier operation
-     * of the stream may still write or read (its inputs, its outputs) and before it ends, so that
-     * the operations after it also follow the one before it. Returns at once for a launch without
-     * the overlap, on the JVM and below sm_90.
-     */
-    void waitForPreviousGrid();
-
     // ---- one-sided communication between ranks ----
     //
     // Symmetric buffers are allocated by every rank with the same size in the same order; a

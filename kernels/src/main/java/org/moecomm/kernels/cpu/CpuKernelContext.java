@@ -115,16 +115,6 @@ final class CpuKernelContext implements KernelContext {
         return System.nanoTime();
     }
 
-    /** Launches run one after the other on the JVM: nothing overlaps, nothing to allow. */
-    @Override
-    public void allowDependentLaunch() {
-    }
-
-    /** The previous launch has completed before this one started. */
-    @Override
-    public void waitForPreviousGrid() {
-    }
-
     // ---- one-sided communication, served by the runner's PeerMemory ----
 
     @Override

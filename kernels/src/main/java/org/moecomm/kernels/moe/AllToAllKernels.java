@@ -19,14 +19,9 @@ import org.moecomm.kernels.api.Specialize;
  * </ul>
  *
  * <p><b>Round state on the device.</b> {@code state} (int32 words, zero when the handle is made)
- * holds, for each grid, the number of the last round it finished (int64s): one per block of
- * {@link #dispatchSend} (from {@link #sendRoundIndex}; a block advances its own, so that grid
- * needs no count of its blocks), and one each for the other three grids (advanced by their last
- * block). Every grid runs once per round, so a kernel's round is its own word plus one, and no
- * kernel reads a word that the kernel before it on the stream writes: a receive kernel may start
- * while the send kernel before it still runs (below). Signal values are computed from the round
- * ({@code round << 32 | count}), never passed by the host. {@code state} also holds the grids'
- * completion counters.
+ * holds the number of the round in progress (the int64 at word {@link #STATE_ROUND}), advanced by
+ * {@link #dispatchSend}'s last block, and the completion counters of the four grids. Signal values
+ * are computed from it ({@code round << 32 | count}), never passed by the host.
  *
  * <p><b>Completion.</b> A signal may only be raised once every block has finished its part, so
  * each grid counts its finished blocks: a block ends with a barrier, its thread 0 makes the
@@ -38,36 +33,24 @@ import org.moecomm.kernels.api.Specialize;
  * resident all at once: a block only waits for other ranks' earlier kernels (docs/protocol.md,
  * "Progress").
  *
- * <p><b>Overlapped launches.</b> The two receive kernels are written to be launched with
- * {@code Grid.overlappingPrevious()} (programmatic dependent launch): each send block calls
- * {@code allowDependentLaunch} once its bytes are on their way, so the receive grid is launched
- * and starts its waits while the send grid's fences and signals finish. Nothing a receive kernel
- * reads before its signal waits is written by the kernel before it, and after them it calls
- * {@code waitForPreviousGrid} before it touches its inputs and outputs: whatever the caller put
- * on the stream before it has then completed, and so the work after it also follows the send.
- * All send blocks have started before any receive block can, so no waiting block takes the place
- * of a block it waits for.
- *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
  * rows are stored straight into its buffer through {@code peerBuf}; elsewhere
  * ({@link #PEER_PUT}: InfiniBand, EFA, or forced) they are written to the symmetric staging area
  * and put with NVSHMEM's non-blocking puts.
  */
 public final class AllToAllKernels {
-    /** Long index (int32 words 0-1) of {@code state}: the last round {@link #dispatchRecv} finished. */
-    public static final int STATE_DISPATCH_RECV_ROUND = 0;
-    /** Long index of the last round {@link #combineSend} finished. */
-    public static final int STATE_COMBINE_SEND_ROUND = 1;
-    /** Long index of the last round {@link #combineRecv} finished. */
-    public static final int STATE_COMBINE_RECV_ROUND = 2;
+    /** Long index (int32 words 0-1) of {@code state}: the round in progress (0 before the first). */
+    public static final int STATE_ROUND = 0;
+    /** Blocks of the current {@link #dispatchSend} launch that have finished. */
+    public static final int STATE_DISPATCH_SENT = 2;
     /** Blocks of the current {@link #dispatchRecv} launch that have finished. */
-    public static final int STATE_DISPATCH_RECEIVED = 6;
+    public static final int STATE_DISPATCH_RECEIVED = 3;
     /** Blocks of the current {@link #combineSend} launch that have finished. */
-    public static final int STATE_COMBINE_SENT = 7;
+    public static final int STATE_COMBINE_SENT = 4;
     /** Blocks of the current {@link #combineRecv} launch that have finished. */
-    public static final int STATE_COMBINE_RECEIVED = 8;
+    public static final int STATE_COMBINE_RECEIVED = 5;
     /** int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination. */
-    public static final int STATE_DESTINATIONS = 10;
+    public static final int STATE_DESTINATIONS = 8;
 
     /** {@code peerModes} value: the peer's memory is mapped; store into it directly. */
     public static final int PEER_DIRECT = 1;
@@ -77,20 +60,9 @@ public final class AllToAllKernels {
     private AllToAllKernels() {
     }
 
-    /**
-     * int32 words of {@code state} for {@code worldSize} ranks and a {@link #dispatchSend} grid of
-     * at most {@code blocksPerDestination} blocks in y.
-     */
-    public static int stateWords(int worldSize, int blocksPerDestination) {
-        return 2 * (sendRoundIndex(worldSize) + worldSize * blocksPerDestination);
-    }
-
-    /**
-     * Long index of {@code state} where the rounds of {@link #dispatchSend}'s blocks start (block
-     * {@code (x, y)} at {@code + x * Y + y}).
-     */
-    public static int sendRoundIndex(int worldSize) {
-        return (STATE_DESTINATIONS + worldSize + 1) / 2;
+    /** int32 words of {@code state} for {@code worldSize} ranks. */
+    public static int stateWords(int worldSize) {
+        return STATE_DESTINATIONS + worldSize;
     }
 
     /**
@@ -99,7 +71,8 @@ public final class AllToAllKernels {
      * where this member serves {@code d}, block {@code y} writes its share of the rows to
      * {@code d}'s {@code dispatchRecv} region {@code g} (directly, or staged in {@code dispatchSend}
      * region {@code d/G} and put), and the last block of {@code d} sets {@code d}'s
-     * {@code dispatch[g]} signal to {@code round << 32 | rows}. Each block advances its own round.
+     * {@code dispatch[g]} signal to {@code round << 32 | rows}. The last block of the grid advances
+     * the round.
      *
      * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
      * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
@@ -109,9 +82,8 @@ public final class AllToAllKernels {
                                     Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
                                     int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
                                     int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
+        long round = state.getLong(STATE_ROUND) + 1;
         int dest = ctx.groupIdx();
-        long roundIndex = sendRoundIndex(ctx.numGroupsX()) + (long) dest * ctx.numGroupsY() + ctx.groupIdy();
-        long round = state.getLong(roundIndex) + 1;
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
         boolean direct = serves && peerModes.getInt(dest) == PEER_DIRECT;
@@ -126,8 +98,6 @@ public final class AllToAllKernels {
         int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
-        // the rows are written or on their way: the receive kernel may launch during the fence and signal
-        ctx.allowDependentLaunch();
         if (putPeer >= 0) {
             ctx.quiet();
         }
@@ -147,7 +117,10 @@ public final class AllToAllKernels {
                     ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
                 }
             }
-            state.setLong(roundIndex, round);
+            if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
+                state.setInt(STATE_DISPATCH_SENT, 0);
+                state.setLong(STATE_ROUND, round);
+            }
         }
     }
 
@@ -166,7 +139,7 @@ public final class AllToAllKernels {
                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
                                     int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
-        long round = state.getLong(STATE_DISPATCH_RECV_ROUND) + 1;
+        long round = state.getLong(STATE_ROUND);
         int g = ctx.groupIdx();
         int[] shared = ctx.allocateIntLocalArray(1);
         if (ctx.localIdx() == 0) {
@@ -178,12 +151,10 @@ public final class AllToAllKernels {
             }
             shared[0] = rows;
         }
-        // launched to overlap the send: the outputs may still be in use by what the stream ran before
-        ctx.waitForPreviousGrid();
         ctx.localBarrier();
         MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
                 pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, STATE_DISPATCH_RECV_ROUND, round, shared, false)) {
+        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false)) {
             for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
                 expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
                 slotCounts.setInt(l, 0);
@@ -208,7 +179,7 @@ public final class AllToAllKernels {
                                    Buf peerModes, Buf errors, long timeoutNanos, int waitTag, int rank,
                                    int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
                                    int anyPut) {
-        long round = state.getLong(STATE_COMBINE_SEND_ROUND) + 1;
+        long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int numGroups = worldSize / groupSize;
@@ -254,8 +225,6 @@ public final class AllToAllKernels {
                 }
             }
         }
-        // the rows are written (or staged): the receive kernel may launch during the completion
-        ctx.allowDependentLaunch();
         if (anyPut != 0) {
             // the staged rows written (and visible to a network adapter) before the puts read them
             ctx.systemFence();
@@ -277,7 +246,7 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_SENT, STATE_COMBINE_SEND_ROUND, round, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true)) {
             for (int s = tid; s < worldSize; s += threads) {
                 ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
                         (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
@@ -298,7 +267,7 @@ public final class AllToAllKernels {
                                    Buf numTokens, Buf out, Buf signals, Buf state, Buf errors, long timeoutNanos,
                                    int waitTag, int rank, int worldSize, int numGroups, int hidden, int maxTokens,
                                    @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
-        long round = state.getLong(STATE_COMBINE_RECV_ROUND) + 1;
+        long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int[] shared = ctx.allocateIntLocalArray(1);
@@ -306,8 +275,6 @@ public final class AllToAllKernels {
             ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round << 32, timeoutNanos, errors, rank, d,
                     waitTag + numGroups + d);
         }
-        // launched to overlap the send: m, the weights and out may come from what the stream ran before
-        ctx.waitForPreviousGrid();
         ctx.localBarrier();
         // a count out of range (reported by dispatch send's check) never reads past M tokens. Read
         // after the waits: read before them, the 128-token W=4 combine took 168 us instead of 144
@@ -321,7 +288,7 @@ public final class AllToAllKernels {
             MoeKernels.reduceSlice(t, firstH, stepH, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
                     outDtype);
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, STATE_COMBINE_RECV_ROUND, round, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true)) {
             long word = 8L * (numGroups + worldSize + rank);
             for (int d = tid; d < worldSize; d += threads) {
                 ctx.signalSet(signals.slice(word, 8), round, d);
@@ -335,18 +302,15 @@ public final class AllToAllKernels {
      * block signals other ranks) or for this device ({@code globalFence}, cheaper: dispatch
      * receive's results stay here), and counts the block in {@code state[counter]}; returns true,
      * in every thread of the block, for the last block of the grid, which also resets the counter
-     * for the next launch and records {@code round} as the grid's last ({@code state} long
-     * {@code roundIndex}; every block has read the old value by then).
+     * for the next launch.
      */
-    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int roundIndex, long round,
-                                     int[] shared, boolean system) {
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system) {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
             fence(ctx, system);
             int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
                 state.setInt(counter, 0);
-                state.setLong(roundIndex, round);
                 fence(ctx, system);
             }
             shared[0] = last;

@@ -212,17 +212,6 @@ final class Intrinsics {
         def(CTX, "localBarrier", "()V", c -> c.f().op("bar.sync 0"));
         def(CTX, "globalFence", "()V", c -> c.f().op("fence.sc.gpu"));
         def(CTX, "clock", "()J", c -> c.f().op("mov.u64 " + c.result() + ", %clock64"));
-        // programmatic dependent launch exists from sm_90 (PTX 7.8); below, launches never overlap
-        def(CTX, "allowDependentLaunch", "()V", c -> {
-            if (c.f().target.smVersion() >= 90) {
-                c.f().op("griddepcontrol.launch_dependents");
-            }
-        });
-        def(CTX, "waitForPreviousGrid", "()V", c -> {
-            if (c.f().target.smVersion() >= 90) {
-                c.f().op("griddepcontrol.wait");
-            }
-        });
         defAlloc("allocateIntLocalArray", "(I)[I", Kind.INT_ARRAY);
         defAlloc("allocateFloatLocalArray", "(I)[F", Kind.FLOAT_ARRAY);
         defAlloc("allocateLongLocalArray", "(I)[J", Kind.LONG_ARRAY);

@@ -439,22 +439,6 @@ class SupportedConstructsTest {
         assertEquals(2, p.split("mov\\.u64 %lS?\\d+, %clock64;", -1).length - 1, p);
     }
 
-    static void overlapped(KernelContext ctx, Buf out) {
-        ctx.allowDependentLaunch();
-        out.setInt(0, 1);
-        ctx.waitForPreviousGrid();
-    }
-
-    @Test
-    void dependentLaunchControlIsGriddepcontrolFromSm90AndNothingBelow() throws Exception {
-        String p = ptx("overlapped");
-        matches(p, "griddepcontrol\\.launch_dependents;[\\s\\S]*st\\.global[\\s\\S]*griddepcontrol\\.wait;");
-        String ampere = new PtxCompiler(new PtxTarget("sm_80", "7.0"))
-                .compile(new Kernel(SupportedConstructsTest.class, "overlapped")).ptx();
-        assertFalse(ampere.contains("griddepcontrol"), ampere);
-        has(ampere, "st.global");
-    }
-
     static void copySome(KernelContext ctx, Buf dst, Buf src, long i, long stride, int count) {
         dst.copy16xN(i, src, i + 1, stride, count);
     }

@@ -72,9 +72,9 @@ public final class CudaFunction {
         module.ensureOpen();
         module.context().bind();
         int rc = CudaNative.mcLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                stream.handle(), params, params.length, 0);
+                stream.handle(), params, params.length);
         if (rc != Cuda.CUDA_SUCCESS) {
-            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, false);
+            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes);
         }
     }
 
@@ -82,29 +82,25 @@ public final class CudaFunction {
      * {@link #launch(CudaStream, int, int, int, int, int, int, int, long...)} with the first
      * {@code count} 8-byte slots of the native segment {@code params} as the parameters: JNI then
      * passes an address instead of copying a {@code long[]} in and out (the runner's per-launch path).
-     * With {@code overlapPrevious} the launch may begin before the previous kernel on the stream
-     * ends (programmatic dependent launch: {@code org.moecomm.kernels.api.Grid#overlappingPrevious}).
      */
     void launch(CudaStream stream, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
-            int sharedBytes, MemorySegment params, int count, boolean overlapPrevious) {
+            int sharedBytes, MemorySegment params, int count) {
         if ((long) count * Long.BYTES > params.byteSize()) {
             throw new IllegalArgumentException(count + " parameter slots do not fit in " + params);
         }
         module.ensureOpen();
         module.context().bind();
         int rc = CudaNative.mcLaunchKernelAt(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                stream.handle(), params.address(), count, overlapPrevious ? LaunchFlags.OVERLAP_PREVIOUS : 0);
+                stream.handle(), params.address(), count);
         Reference.reachabilityFence(params); // the driver read the slots during the call: keep them alive until here
         if (rc != Cuda.CUDA_SUCCESS) {
-            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, overlapPrevious);
+            failed(rc, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes);
         }
     }
 
-    private void failed(int rc, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedBytes,
-            boolean overlapPrevious) {
-        Cuda.check(rc, (overlapPrevious ? "cuLaunchKernelEx(programmatic stream serialization, " : "cuLaunchKernel(")
-                + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block " + blockX + "x" + blockY + "x"
-                + blockZ + ", shared " + sharedBytes + ")");
+    private void failed(int rc, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedBytes) {
+        Cuda.check(rc, "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
+                + blockX + "x" + blockY + "x" + blockZ + ", shared " + sharedBytes + ")");
     }
 
     /** Enqueues a one-dimensional-block launch: {@code gridX x gridY} blocks of {@code threads}. */
@@ -149,10 +145,5 @@ public final class CudaFunction {
     @Override
     public String toString() {
         return "CudaFunction[" + name + "]";
-    }
-
-    /** The shim's launch bits, read once the library is loaded (the first overlapping launch). */
-    private static final class LaunchFlags {
-        static final int OVERLAP_PREVIOUS = CudaNative.launchOverlapPrevious();
     }
 }

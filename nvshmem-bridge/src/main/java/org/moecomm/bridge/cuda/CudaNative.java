@@ -1,7 +1,6 @@
 package org.moecomm.bridge.cuda;
 
 import org.bytedeco.javacpp.annotation.Cast;
-import org.bytedeco.javacpp.annotation.MemberGetter;
 import org.bytedeco.javacpp.annotation.Name;
 import org.bytedeco.javacpp.annotation.Platform;
 
@@ -117,19 +116,13 @@ final class CudaNative {
 
     static native int mcFuncSetAttribute(long function, int attribute, int value);
 
-    /** The launch flag of programmatic dependent launch, read from the shim (its one definition). */
-    @MemberGetter
-    @Name("MC_LAUNCH_OVERLAP_PREVIOUS")
-    static native int launchOverlapPrevious();
-
-    /** {@code flags}: a sum of the shim's launch bits ({@link #launchOverlapPrevious()}). */
     static native int mcLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
-            int blockZ, int sharedBytes, long stream, @Cast("long long*") long[] params, int paramCount, int flags);
+            int blockZ, int sharedBytes, long stream, @Cast("long long*") long[] params, int paramCount);
 
     /** {@link #mcLaunchKernel} reading the {@code paramCount} 8-byte slots from native memory at address {@code params}. */
     @Name("mcLaunchKernel")
     static native int mcLaunchKernelAt(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
-            int blockZ, int sharedBytes, long stream, @Cast("long long*") long params, int paramCount, int flags);
+            int blockZ, int sharedBytes, long stream, @Cast("long long*") long params, int paramCount);
 
     // ---- streams and events ----
     static native int mcStreamCreate(@Cast("long long*") long[] stream, int flags);

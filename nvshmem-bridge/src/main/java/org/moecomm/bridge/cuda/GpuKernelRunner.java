@@ -97,7 +97,6 @@ public final class GpuKernelRunner implements KernelRunner {
     private final Map<Long, DeviceBuffer> allocations = new LinkedHashMap<>();
     private final List<DeviceLibrary> libraries = new ArrayList<>();
     private boolean checkPointers = true;
-    private boolean overlapLaunches = true;
     private boolean closed;
 
     /** A runner on device 0, with its own context reference and stream. */
@@ -155,15 +154,6 @@ public final class GpuKernelRunner implements KernelRunner {
     }
 
     /**
-     * Whether a {@link Grid#overlappingPrevious()} launch may overlap the kernel before it (default
-     * true); false launches it like any other, for comparison or to rule the overlap out.
-     */
-    public GpuKernelRunner overlapLaunches(boolean overlap) {
-        this.overlapLaunches = overlap;
-        return this;
-    }
-
-    /**
      * Links {@code library} into the module of every kernel that calls one of its device functions
      * (for example the NVSHMEM bridge's, for kernels using the one-sided communication methods of
      * {@link org.moecomm.kernels.api.KernelContext}).
@@ -197,8 +187,7 @@ public final class GpuKernelRunner implements KernelRunner {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
         }
         pack(kernel, l.parameters(), arguments, slots, checkPointers ? deviceCheck : null);
-        l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, slots, n,
-                overlapLaunches && grid.overlapsPrevious());
+        l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, slots, n);
     }
 
     /**

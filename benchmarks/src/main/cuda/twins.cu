@@ -1,7 +1,8 @@
 // CUDA C++ twins of the Java kernels MoeKernels.pack and MoeKernels.reduce: the same
 // algorithm and the same parameter list, written the way a CUDA programmer would, so the
 // kernel benchmark can time both through the same launcher and report Java/CUDA ratios.
-// Built to PTX with nvcc (scripts/make-gpu-bundle.sh); never linked into the library.
+// Built to PTX with nvcc (scripts/build-twins-ptx.sh, run by scripts/make-gpu-bundle.sh);
+// never linked into the library.
 #include <cstdint>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,17 +12,21 @@ namespace {
 
 constexpr int kMaxThreads = 256;
 constexpr int kWarp = 32;
+constexpr int kPackIds = 2048;  // MoeKernels.PACK_IDS: expert ids staged per chunk of tokens
+// MoeKernels.REPORT_BAD_ID, REPORT_BAD_COUNT, REPORT_REPEATED_ID
+constexpr int kReportBadId = 1, kReportBadCount = 2, kReportRepeatedId = 3;
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 __device__ __forceinline__ int align16(int b) { return (b + 15) & -16; }
 
-__device__ __forceinline__ int count_local_pairs(const int* idx, int t, int topK, int first, int perRank) {
-  int pairs = 0;
-  for (int k = 0; k < topK; k++) {
-    int local = idx[t * topK + k] - first;
-    if (local >= 0 && local < perRank) pairs++;
-  }
-  return pairs;
+// Threads that copy one row together: a warp, or the whole block when it is smaller.
+__device__ __forceinline__ int copy_width(int threads) { return min(kWarp, threads); }
+
+// Whole warps per row team, as many as keep every warp busy: one warp per row when there are
+// many rows, several warps on each of a decode block's one or two rows.
+__device__ __forceinline__ int team_width(int threads, int items) {
+  const int width = copy_width(threads), warps = threads / width;
+  return width * (warps / clampi(items, 1, warps));
 }
 
 __device__ __forceinline__ float load_as_float(const void* p, long i, int dtype) {
@@ -53,6 +58,97 @@ __device__ __forceinline__ void report_input(int* r, int kind, int token, int sl
   }
 }
 
+// Whether slot k of a token (ids: its staged ids) repeats an expert that an earlier slot of
+// localMask names; repeats are skipped like -1 so a token never has more than Kd pairs here.
+__device__ __forceinline__ bool named_before(const int* ids, int k, int id, long long localMask) {
+  bool seen = false;
+  for (int j = 0; j < k; j++)
+    if ((localMask & (1LL << j)) != 0 && ids[j] == id) seen = true;
+  return seen;
+}
+
+// Token t's pair locations here: localMask's slots numbered from location in k order, -1 for dropMask's.
+__device__ __forceinline__ void write_pair_locations(int* pairLocation, int t, int topK, long long localMask,
+                                                     long long dropMask, int location) {
+  int* slots = pairLocation + long(t) * topK;
+  for (int k = 0; k < topK; k++) {
+    const long long bit = 1LL << k;
+    if ((localMask & bit) != 0) slots[k] = location++;
+    else if ((dropMask & bit) != 0) slots[k] = -1;
+  }
+}
+
+// Local expert of a token's n-th pair here (in k order): the n-th slot of localMask.
+__device__ __forceinline__ int nth_local_expert(const int* ids, int topK, int firstExpert, long long localMask,
+                                                int n) {
+  int seen = 0, result = 0;
+  for (int k = 0; k < topK; k++) {
+    if ((localMask & (1LL << k)) != 0) {
+      if (seen == n) result = ids[k] - firstExpert;
+      seen++;
+    }
+  }
+  return result;
+}
+
+// A team of width lanes copies pieces 16-byte pieces, four per lane at a time with the four
+// loads issued before the four stores (one round trip to memory per four), then the tail of
+// fewer than four per lane the same way.
+__device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pieces, int lane, int width) {
+  int i = lane;
+  for (; i + 3 * width < pieces; i += 4 * width) {
+    const uint4 a = src[i], b = src[i + width], c = src[i + 2 * width], d = src[i + 3 * width];
+    dst[i] = a;
+    dst[i + width] = b;
+    dst[i + 2 * width] = c;
+    dst[i + 3 * width] = d;
+  }
+  if (i < pieces) {
+    const int count = (pieces - i + width - 1) / width;  // 1 to 3
+    uint4 a, b, c;
+    a = src[i];
+    if (count > 1) b = src[i + width];
+    if (count > 2) c = src[i + 2 * width];
+    dst[i] = a;
+    if (count > 1) dst[i + width] = b;
+    if (count > 2) dst[i + 2 * width] = c;
+  }
+}
+
+// pack's copy of the chunk's rows [lo, hi) to dispatchSend from row firstRow on: teams of warps
+// take them in turn; token in 16-byte pieces, scales in words, then the meta, padding zeroed.
+__device__ __forceinline__ void copy_rows_to_send(const uint8_t* x, const int* xScale, const int* chunkIds, int chunk,
+                                                  uint8_t* dispatchSend, const int* rowToken, const int* rowPairBase,
+                                                  const int* rowPairs, const long long* rowMask, int lo, int hi,
+                                                  long firstRow, int xBytes, int scalesPerToken, int topK,
+                                                  int firstExpert, int rowBytes) {
+  const int tid = threadIdx.x, threads = blockDim.x, width = team_width(threads, hi - lo);
+  const int team = tid / width, lane = tid - team * width, teams = threads / width;
+  const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
+  const int scaleWords = align16(4 * scalesPerToken) >> 2;
+  const int metaOffset = scaleOffset + (scaleWords << 2), metaWords = align16(4 * (2 + topK)) >> 2;
+  if (team >= teams) return;  // past the last whole team (block sizes not a multiple of 32)
+  for (int r = lo + team; r < hi; r += teams) {
+    const int t = rowToken[r];
+    const long rowByte = (firstRow + r) * rowBytes;
+    // Indexed in pieces and words as the Java kernel does (rowBytes is a multiple of 16).
+    copy_pieces(reinterpret_cast<uint4*>(dispatchSend) + (rowByte >> 4),
+                reinterpret_cast<const uint4*>(x) + long(t) * pieces, pieces, lane, width);
+    int* scales = reinterpret_cast<int*>(dispatchSend) + ((rowByte + scaleOffset) >> 2);
+    for (int i = lane; i < scaleWords; i += width)
+      scales[i] = i < scalesPerToken ? xScale[long(t) * scalesPerToken + i] : 0;
+    int* meta = reinterpret_cast<int*>(dispatchSend) + ((rowByte + metaOffset) >> 2);
+    for (int i = lane; i < metaWords; i += width) {
+      int value = 0;
+      if (i == 0) value = rowPairBase[r];
+      else if (i == 1) value = rowPairs[r];
+      else if (i - 2 < rowPairs[r])
+        value = nth_local_expert(chunkIds + (t - chunk) * topK, topK, firstExpert, rowMask[r], i - 2);
+      meta[i] = value;
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, int* numTokens,
@@ -60,44 +156,67 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
                                      int xBytes, int scalesPerToken, int topK, int expertsPerRank, int groupSize,
                                      int member, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
                                      int checkIds) {
+  // Scan buffers in two halves (ping-pong): one barrier per scan step.
   __shared__ int scanRows[2 * kMaxThreads];
   __shared__ int scanPairs[2 * kMaxThreads];
+  // The chunk's rows, by row number within the chunk, for the cooperative copy.
   __shared__ int rowToken[kMaxThreads];
   __shared__ int rowPairBase[kMaxThreads];
   __shared__ int rowPairs[kMaxThreads];
+  __shared__ long long rowMask[kMaxThreads];
+  // The chunk's expert ids, loaded by all threads together: one round trip to memory.
+  __shared__ int chunkIds[kPackIds];
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
-  const int first = dest * expertsPerRank, numExperts = gridDim.x * expertsPerRank;
+  const int y = blockIdx.y, blocksY = gridDim.y;
+  const bool leader = y == 0;  // the y blocks of a destination share the copies
+  const int firstExpert = dest * expertsPerRank, numExperts = int(gridDim.x) * expertsPerRank;
   const int count = fixedTokens >= 0 ? fixedTokens : numTokens[0];
   const int m = clampi(count, 0, maxTokens);
-  const bool firstThread = dest == 0 && blockIdx.y == 0 && tid == 0;
-  if (fixedTokens >= 0 && firstThread) numTokens[0] = m;
-  if (checkIds) {
-    if (m != count && firstThread) report_input(inputReport, 2, -1, -1, count);
-    const long ids = long(m) * topK, stride = long(gridDim.x) * gridDim.y * threads;
-    for (long i = (long(blockIdx.y) * gridDim.x + dest) * threads + tid; i < ids; i += stride) {
-      const int id = indices[i];
-      if (id < -1 || id >= numExperts) report_input(inputReport, 1, int(i / topK), int(i % topK), id);
-    }
-  }
-  const long regionRow = long(dest / groupSize) * maxTokens;
+  const bool first = dest == 0 && leader && tid == 0;
+  if (fixedTokens >= 0 && first) numTokens[0] = m;
+  if (checkIds != 0 && m != count && first) report_input(inputReport, kReportBadCount, -1, -1, count);
+
   const bool serves = dest % groupSize == member;
-  const bool leader = blockIdx.y == 0;  // the y blocks of a destination share the copies
-  const int width = min(kWarp, threads), warp = tid / width, lane = tid % width, warps = threads / width;
-  const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
-  const int scaleWords = align16(4 * scalesPerToken) >> 2;
-  const int metaOffset = scaleOffset + (scaleWords << 2), metaWords = align16(4 * (2 + topK)) >> 2;
+  const long outRegionRow = long(dest / groupSize) * maxTokens;
+  const int chunkTokens = min(threads, kPackIds / topK);
 
   int rowsBefore = 0, pairsBefore = 0;
-  for (int chunk = 0; chunk < m; chunk += threads) {
+  // m and n are the same for every thread, so are the trip counts of the loops with barriers.
+  for (int chunk = 0; chunk < m; chunk += chunkTokens) {
+    const int n = min(chunkTokens, m - chunk);
+    for (int i = tid; i < n * topK; i += threads) chunkIds[i] = indices[long(chunk) * topK + i];
+    __syncthreads();
     const int t = chunk + tid;
-    const int pairs = t < m ? count_local_pairs(indices, t, topK, first, expertsPerRank) : 0;
-    const int hasRow = pairs > 0;
+    // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
+    long long localMask = 0, dropMask = 0;
+    int pairs = 0;
+    if (tid < n) {
+      const int* ids = chunkIds + tid * topK;
+      for (int k = 0; k < topK; k++) {
+        const int id = ids[k], local = id - firstExpert;
+        const long long bit = 1LL << k;
+        if (local >= 0 && local < expertsPerRank) {
+          if (named_before(ids, k, id, localMask)) {
+            dropMask |= bit;
+            if (checkIds != 0 && leader) report_input(inputReport, kReportRepeatedId, t, k, id);
+          } else {
+            localMask |= bit;
+            pairs++;
+          }
+        } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+          dropMask |= bit;
+          if (checkIds != 0 && leader && id != -1) report_input(inputReport, kReportBadId, t, k, id);
+        }
+      }
+    }
+    const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
     scanPairs[tid] = pairs;
     __syncthreads();
+    // Inclusive Hillis-Steele scan over the chunk's n tokens only (none for a decode round's one).
     int src = 0;
-    for (int offset = 1; offset < threads; offset <<= 1) {
+    for (int offset = 1; offset < n; offset <<= 1) {
       int r = scanRows[src + tid], p = scanPairs[src + tid];
       if (tid >= offset) { r += scanRows[src + tid - offset]; p += scanPairs[src + tid - offset]; }
       const int dst = kMaxThreads - src;
@@ -108,48 +227,28 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     }
     const int chunkRow = scanRows[src + tid] - hasRow;
     const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
-    const int chunkRows = scanRows[src + threads - 1], chunkPairs = scanPairs[src + threads - 1];
-    if (t < m && leader) {
-      int location = dest * pairsPerRegion + pairBase;
-      for (int k = 0; k < topK; k++) {
-        const int id = indices[t * topK + k], local = id - first;
-        if (local >= 0 && local < expertsPerRank) pairLocation[t * topK + k] = location++;
-        else if (dest == 0 && (id < 0 || id >= numExperts)) pairLocation[t * topK + k] = -1;
+    const int chunkRows = scanRows[src + n - 1], chunkPairs = scanPairs[src + n - 1];
+    if (tid < n) {
+      if (leader) write_pair_locations(pairLocation, t, topK, localMask, dropMask, dest * pairsPerRegion + pairBase);
+      if (hasRow) {
+        rowToken[chunkRow] = t;
+        rowPairBase[chunkRow] = pairBase;
+        rowPairs[chunkRow] = pairs;
+        rowMask[chunkRow] = localMask;
       }
-    }
-    if (t < m) {
-      if (hasRow) { rowToken[chunkRow] = t; rowPairBase[chunkRow] = pairBase; rowPairs[chunkRow] = pairs; }
     }
     __syncthreads();
-    if (serves && warp < warps) {
-      for (int r = blockIdx.y * warps + warp; r < chunkRows; r += gridDim.y * warps) {
-        const int tok = rowToken[r];
-        const long rowByte = (regionRow + rowsBefore + r) * rowBytes;
-        uint4* dst = reinterpret_cast<uint4*>(dispatchSend + rowByte);
-        const uint4* srcRow = reinterpret_cast<const uint4*>(x) + long(tok) * pieces;
-        for (int i = lane; i < pieces; i += width) dst[i] = srcRow[i];
-        int* scales = reinterpret_cast<int*>(dispatchSend + rowByte + scaleOffset);
-        for (int i = lane; i < scaleWords; i += width)
-          scales[i] = i < scalesPerToken ? reinterpret_cast<const int*>(xScale)[long(tok) * scalesPerToken + i] : 0;
-        int* meta = reinterpret_cast<int*>(dispatchSend + rowByte + metaOffset);
-        for (int i = lane; i < metaWords; i += width) {
-          int value = 0;
-          if (i == 0) value = rowPairBase[r];
-          else if (i == 1) value = rowPairs[r];
-          else if (i - 2 < rowPairs[r]) {
-            int seen = 0;
-            for (int k = 0; k < topK; k++) {
-              const int local = indices[tok * topK + k] - first;
-              if (local >= 0 && local < expertsPerRank) { if (seen == i - 2) value = local; seen++; }
-            }
-          }
-          meta[i] = value;
-        }
-      }
+    if (serves) {
+      // Block y's contiguous share of the chunk's rows.
+      const int share = (chunkRows + blocksY - 1) / blocksY;
+      const int lo = min(chunkRows, y * share), hi = min(chunkRows, lo + share);
+      copy_rows_to_send(x, reinterpret_cast<const int*>(xScale), chunkIds, chunk, dispatchSend, rowToken, rowPairBase,
+                        rowPairs, rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
+                        firstExpert, rowBytes);
     }
     rowsBefore += chunkRows;
     pairsBefore += chunkPairs;
-    __syncthreads();
+    __syncthreads();  // the next chunk overwrites the shared arrays
   }
   if (serves && leader && tid == 0) sendRows[dest / groupSize] = rowsBefore;
 }

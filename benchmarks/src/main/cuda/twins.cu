@@ -58,6 +58,19 @@ __device__ __forceinline__ void report_input(int* r, int kind, int token, int sl
   }
 }
 
+// ids [0, count) copied into shared memory by the block, four loads in flight per thread and step.
+__device__ __forceinline__ void stage_ids(const int* src, int count, int* ids, int tid, int threads) {
+  int i = tid;
+  for (; i + 3 * threads < count; i += 4 * threads) {
+    const int a = src[i], b = src[i + threads], c = src[i + 2 * threads], d = src[i + 3 * threads];
+    ids[i] = a;
+    ids[i + threads] = b;
+    ids[i + 2 * threads] = c;
+    ids[i + 3 * threads] = d;
+  }
+  for (; i < count; i += threads) ids[i] = src[i];
+}
+
 // Whether slot k of a token (ids: its staged ids) repeats an expert that an earlier slot of
 // localMask names; repeats are skipped like -1 so a token never has more than Kd pairs here.
 __device__ __forceinline__ bool named_before(const int* ids, int k, int id, long long localMask) {
@@ -185,7 +198,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   // m and n are the same for every thread, so are the trip counts of the loops with barriers.
   for (int chunk = 0; chunk < m; chunk += chunkTokens) {
     const int n = min(chunkTokens, m - chunk);
-    for (int i = tid; i < n * topK; i += threads) chunkIds[i] = indices[long(chunk) * topK + i];
+    stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
     __syncthreads();
     const int t = chunk + tid;
     // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.

@@ -134,9 +134,7 @@ public final class MoeKernels {
         // One token per thread per chunk; m is the same for every thread, so is the trip count.
         for (int chunk = 0; chunk < m; chunk += chunkTokens) {
             int n = min(chunkTokens, m - chunk);
-            for (int i = tid; i < n * topK; i += threads) {
-                chunkIds[i] = indices.getInt((long) chunk * topK + i);
-            }
+            stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
             ctx.localBarrier();
             int t = chunk + tid;
             // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
@@ -228,6 +226,28 @@ public final class MoeKernels {
             ctx.localBarrier();
         }
         return rowsBefore;
+    }
+
+    /**
+     * Copies ids {@code [first, first + count)} of {@code indices} into {@code ids}, the block's
+     * threads taking every {@code threads}-th: four loads in flight per thread and step, since a
+     * prefill chunk gives each thread topK of them (one at a time, each would wait for the last).
+     */
+    private static void stageIds(Buf indices, long first, int count, int[] ids, int tid, int threads) {
+        int i = tid;
+        for (; i + 3 * threads < count; i += 4 * threads) {
+            int a = indices.getInt(first + i);
+            int b = indices.getInt(first + i + threads);
+            int c = indices.getInt(first + i + 2 * threads);
+            int d = indices.getInt(first + i + 3 * threads);
+            ids[i] = a;
+            ids[i + threads] = b;
+            ids[i + 2 * threads] = c;
+            ids[i + 3 * threads] = d;
+        }
+        for (; i < count; i += threads) {
+            ids[i] = indices.getInt(first + i);
+        }
     }
 
     /**

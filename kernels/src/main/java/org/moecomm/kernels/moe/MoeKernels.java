@@ -19,7 +19,7 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p>The kernels are written for the bytecode-to-PTX compiler: int/long/float arithmetic,
  * {@link Buf} accessors, context methods, block-shared arrays of constant size, loops and
- * ifs, and private static helpers (inlined). Every loop that contains a barrier has a bound
+ * ifs, and static helpers of the class (inlined). Every loop that contains a barrier has a bound
  * that is the same for all threads of the block.
  */
 public final class MoeKernels {
@@ -233,7 +233,7 @@ public final class MoeKernels {
      * threads taking every {@code threads}-th: four loads in flight per thread and step, since a
      * prefill chunk gives each thread topK of them (one at a time, each would wait for the last).
      */
-    private static void stageIds(Buf indices, long first, int count, int[] ids, int tid, int threads) {
+    static void stageIds(Buf indices, long first, int count, int[] ids, int tid, int threads) {
         int i = tid;
         for (; i + 3 * threads < count; i += 4 * threads) {
             int a = indices.getInt(first + i);
@@ -272,7 +272,7 @@ public final class MoeKernels {
      * its kind, writes the details, then sets the flag (the host reads the flag first; pack skips
      * bad ids and clamps the count, so the round still runs to its end).
      */
-    private static void report(KernelContext ctx, Buf report, int kind, int token, int slot, int value) {
+    static void report(KernelContext ctx, Buf report, int kind, int token, int slot, int value) {
         if (ctx.atomicCas(report, REPORT_KIND, 0, kind) == 0) {
             report.setInt(REPORT_TOKEN, token);
             report.setInt(REPORT_SLOT, slot);
@@ -489,16 +489,20 @@ public final class MoeKernels {
      * Element h of combine row {@code location} as float32; a skipped pair (-1) reads row 0,
      * which always exists, and {@link #accumulate} ignores the value.
      */
-    private static float loadPair(Buf combineRecv, int location, int hidden, int h, int dtype) {
+    static float loadPair(Buf combineRecv, int location, int hidden, int h, int dtype) {
         return load(combineRecv, (long) max(location, 0) * hidden + h, dtype);
     }
 
     /** {@code acc + w * v} for a routed pair, {@code acc} for a skipped one; separate multiply and add (no fma), as on the JVM. */
-    private static float accumulate(float acc, int location, float w, float v) {
+    static float accumulate(float acc, int location, float w, float v) {
         return location >= 0 ? acc + w * v : acc;
     }
 
     // ---- helpers (inlined by the compiler) ----
+    //
+    // Package-private, not private: the CPU runner's loop form of AllToAllKernels then calls them
+    // where it would have to inline a private method of this class, and stays under the 8000
+    // bytes HotSpot compiles (MoeKernelsTest.everyLibraryKernelHasALoopForm).
 
     /**
      * Whether slot {@code k} of a token (its ids from {@code ids[first]}) repeats an expert that
@@ -506,7 +510,7 @@ public final class MoeKernels {
      * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
      * more than {@code Kd} pairs at one destination and no buffer is overrun.
      */
-    private static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
+    static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
             if ((localMask & (1L << j)) != 0 && ids[first + j] == id) {
@@ -522,7 +526,7 @@ public final class MoeKernels {
      * {@code dropMask} (exactly one block writes each entry: the destination of an id in range,
      * destination 0 for the others).
      */
-    private static void writePairLocations(Buf pairLocation, int t, int topK, long localMask, long dropMask,
+    static void writePairLocations(Buf pairLocation, int t, int topK, long localMask, long dropMask,
                                            int firstLocation) {
         int location = firstLocation;
         for (int k = 0; k < topK; k++) {
@@ -540,7 +544,7 @@ public final class MoeKernels {
      * pack's copy of rows {@code [lo, hi)} of the chunk: teams of warps ({@link #teamWidth}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      */
-    private static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int chunk,
+    static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int chunk,
                                        Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs,
                                        long[] rowMask, int lo, int hi, long firstRow,
                                        int xBytes, int scalesPerToken, int topK, int firstExpert,
@@ -591,7 +595,7 @@ public final class MoeKernels {
      * Local expert index of a token's n-th pair (in k order) on this destination: the n-th slot of
      * {@code localMask}; the token's ids are {@code ids[first]} on.
      */
-    private static int nthLocalExpert(int[] ids, int first, int topK, int firstExpert, long localMask, int n) {
+    static int nthLocalExpert(int[] ids, int first, int topK, int firstExpert, long localMask, int n) {
         int seen = 0;
         int result = 0;
         for (int k = 0; k < topK; k++) {
@@ -606,7 +610,7 @@ public final class MoeKernels {
     }
 
     /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */
-    private static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
+    static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
                                         int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
         int pieces = xBytes >> 4;
         long srcByte = srcRow * rowBytes;
@@ -651,7 +655,7 @@ public final class MoeKernels {
     }
 
     /** Int index of a row's meta in the dispatch buffer. */
-    private static long metaIndex(long row, int rowBytes, int metaOffset) {
+    static long metaIndex(long row, int rowBytes, int metaOffset) {
         return (row * rowBytes + metaOffset) >> 2;
     }
 
@@ -660,7 +664,7 @@ public final class MoeKernels {
         return min(WARP, threads);
     }
 
-    private static int align16(int bytes) {
+    static int align16(int bytes) {
         return (bytes + 15) & -16;
     }
 
@@ -669,7 +673,7 @@ public final class MoeKernels {
         return Math.min(a, b);
     }
 
-    private static int max(int a, int b) {
+    static int max(int a, int b) {
         return Math.max(a, b);
     }
 
@@ -681,7 +685,7 @@ public final class MoeKernels {
     }
 
     /** Element i of b, of dtype {@code dtype}, as float32. */
-    private static float load(Buf b, long i, int dtype) {
+    static float load(Buf b, long i, int dtype) {
         if (dtype == DTYPE_BF16) {
             return Numerics.bf16ToFloat(b.getShort(i));
         } else if (dtype == DTYPE_FP16) {
@@ -693,7 +697,7 @@ public final class MoeKernels {
     }
 
     /** Stores v into element i of b, converted (round to nearest even) to {@code dtype}. */
-    private static void store(Buf b, long i, int dtype, float v) {
+    static void store(Buf b, long i, int dtype, float v) {
         if (dtype == DTYPE_BF16) {
             b.setShort(i, Numerics.floatToBf16(v));
         } else if (dtype == DTYPE_FP16) {

@@ -705,6 +705,17 @@ class MoeKernelsTest {
         roundTrip(new MoeShape(4, 1, 3, 4, 64, 20, false), 6);
     }
 
+    /** The CPU backend runs the library's kernels as loops: none may fall back to a thread per GPU thread. */
+    @ParameterizedTest(name = "{0}.{1}")
+    @CsvSource({"MoeKernels, pack", "MoeKernels, scatter", "MoeKernels, gather", "MoeKernels, reduce",
+            "AllToAllKernels, dispatchSend", "AllToAllKernels, dispatchRecv", "AllToAllKernels, combineSend",
+            "AllToAllKernels, combineRecv"})
+    void everyLibraryKernelHasALoopForm(String owner, String name) {
+        Class<?> c = owner.equals("MoeKernels") ? MoeKernels.class : AllToAllKernels.class;
+        assertEquals(java.util.Optional.empty(),
+                CpuKernelRunner.loopFormRefusal(new Kernel(c, name)), "why it has none");
+    }
+
     @Test
     void kernelsHaveTheDocumentedSignatures() {
         assertEquals(20, PACK.method().getParameterCount());

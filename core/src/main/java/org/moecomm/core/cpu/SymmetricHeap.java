@@ -15,6 +15,8 @@ import java.util.List;
 final class SymmetricHeap {
     private final int worldSize;
     private final List<Allocation> allocations = new ArrayList<>();
+    /** The allocations, for {@link #onPeer}'s lookups without the lock (replaced, never changed). */
+    private volatile Allocation[] lookup = new Allocation[0];
     private final int[] nextIndex;
 
     SymmetricHeap(int worldSize) {
@@ -30,6 +32,7 @@ final class SymmetricHeap {
         int k = nextIndex[rank]++;
         if (k == allocations.size()) {
             allocations.add(new Allocation(k, bytes, worldSize));
+            lookup = allocations.toArray(Allocation[]::new);
         }
         Allocation a = allocations.get(k);
         if (a.bytes != bytes) {
@@ -44,14 +47,16 @@ final class SymmetricHeap {
      * {@code pe}'s copy of the bytes {@code local} views, where {@code local} lies inside one of
      * {@code rank}'s symmetric segments (the same offset and size in {@code pe}'s segment).
      *
+     * Lock-free (kernels of several blocks ask at once).
+     *
      * @throws IllegalArgumentException if {@code local} is not symmetric memory of {@code rank}
      */
-    synchronized MemorySegment onPeer(int rank, MemorySegment local, int pe) {
+    MemorySegment onPeer(int rank, MemorySegment local, int pe) {
         if (pe < 0 || pe >= worldSize) {
             throw new IllegalArgumentException("peer " + pe + " is outside [0, " + worldSize + ")");
         }
         long address = local.address();
-        for (Allocation a : allocations) {
+        for (Allocation a : lookup) {
             MemorySegment mine = a.segments[rank];
             long offset = address - mine.address();
             if (mine.scope().isAlive() && offset >= 0 && offset + local.byteSize() <= mine.byteSize()) {

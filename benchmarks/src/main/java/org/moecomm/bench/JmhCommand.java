@@ -60,7 +60,6 @@ final class JmhCommand implements Callable<Integer> {
 
     /** A new file in {@code dir} named by the date, this machine's architecture and processor count, and {@code kind}. */
     static Path resultsFile(Path dir, LocalDate date, String kind) {
-        String machine = System.getProperty("os.arch") + "-" + Runtime.getRuntime().availableProcessors() + "cpu";
-        return ResultFiles.fresh(dir, ResultFiles.name(date, machine, kind));
+        return ResultFiles.fresh(dir, ResultFiles.name(date, ResultFiles.machine(), kind));
     }
 }

@@ -17,6 +17,23 @@ public final class ResultFiles {
     private ResultFiles() {
     }
 
+    /**
+     * This machine as result names give it: the architecture as {@code uname -m} names it (the JDK
+     * says amd64 for x86_64) and the processor count, e.g. {@code x86_64-2cpu}.
+     */
+    public static String machine() {
+        return machine(System.getProperty("os.arch"), Runtime.getRuntime().availableProcessors());
+    }
+
+    static String machine(String javaArch, int processors) {
+        String arch = switch (javaArch) {
+            case "amd64" -> "x86_64";
+            case "arm64" -> "aarch64";
+            default -> javaArch;
+        };
+        return arch + "-" + processors + "cpu";
+    }
+
     /** {@code <date>-<device>-<kind>.json}; {@code kind} such as {@code gpu-kernels}. */
     public static String name(LocalDate date, String deviceName, String kind) {
         String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")

@@ -133,8 +133,7 @@ final class StressCommand implements Callable<Integer> {
                 }
             }));
         }
-        // the machine, as the JMH results name it
-        return System.getProperty("os.arch") + "-" + Runtime.getRuntime().availableProcessors() + "cpu";
+        return ResultFiles.machine();
     }
 
     /** Runs W rank processes on the GPU, adds their results to {@code results}; returns the GPU's name. */

@@ -14,6 +14,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 class ResultFilesTest {
     @Test
+    void machinesAreNamedAsUnameNamesThem() {
+        assertEquals("x86_64-2cpu", ResultFiles.machine("amd64", 2));
+        assertEquals("aarch64-64cpu", ResultFiles.machine("arm64", 64));
+        assertEquals("ppc64le-8cpu", ResultFiles.machine("ppc64le", 8));
+    }
+
+    @Test
     void namesNeverTakeAFileThatExists(@TempDir Path dir) throws IOException {
         String name = ResultFiles.name(LocalDate.of(2026, 12, 3), "NVIDIA H200", "gpu-phases");
         assertEquals("2026-12-03-h200-gpu-phases.json", name);

@@ -184,10 +184,37 @@ else
   fi
 fi
 
+# ======================================================================================
+# Stress run (org.moecomm.bench.StressCommand, `moecomm stress --backend gpu`): STRESS_ROUNDS fully
+# checked rounds on one handle per rank, W=4 processes on this GPU (deepseek-v2-lite, M=16; random m,
+# -1 ids, routing and arrival skew). Skipped unless STRESS_ROUNDS is set (e.g. 10000, about a
+# minute or two). Writes <results-dir>/<date>-<gpu>-gpu-stress.json and stress.log; the JSON file
+# is also copied into $OUT. Its exit status counts when the steps before it passed.
+#   STRESS_ARGS        more options (moecomm stress --help)
+#   STRESS_TIMEOUT_S   limit (default 600 s)
+# ======================================================================================
+stress_rc=0
+if [ -n "${STRESS_ROUNDS:-}" ] && [ "${STRESS_ROUNDS}" != 0 ]; then
+  # shellcheck disable=SC2206
+  stress_extra=(${STRESS_ARGS:-})
+  echo "== stress run: moecomm stress --backend gpu --rounds $STRESS_ROUNDS ${STRESS_ARGS:-}"
+  timeout -k 10 "${STRESS_TIMEOUT_S:-600}" "$java" "${java_opts[@]}" -cp "$classpath" \
+    org.moecomm.bench.Main stress --backend gpu --rounds "$STRESS_ROUNDS" --out-dir "$results" \
+    --commit "${commit:-unknown}" "${stress_extra[@]}" 2>&1 | tee -a "$results/stress.log" | grep -v '^\[rank [1-9]'
+  stress_rc=${PIPESTATUS[0]}
+  echo "stress run exit status: $stress_rc"
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
+    cp "$results"/*-gpu-stress*.json "$OUT"/ 2>/dev/null || true
+  fi
+fi
+
 if [ "$kernel_rc" -ne 0 ]; then
   exit "$kernel_rc"
 fi
 if [ "$launch_rc" -ne 0 ]; then
   exit "$launch_rc"
 fi
-exit "$phase_rc"
+if [ "$phase_rc" -ne 0 ]; then
+  exit "$phase_rc"
+fi
+exit "$stress_rc"

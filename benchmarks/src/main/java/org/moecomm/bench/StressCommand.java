@@ -83,6 +83,8 @@ final class StressCommand implements Callable<Integer> {
     PrintStream out = System.out;
     PrintStream err = System.err;
     Supplier<GpuBackend.Availability> gpuProbe = GpuBackend::availability;
+    /** The rank process of a GPU run (tests replace it with one that needs no GPU). */
+    Class<?> gpuRankMain = GpuStressMain.class;
 
     @Override
     public Integer call() throws Exception {
@@ -142,8 +144,8 @@ final class StressCommand implements Callable<Integer> {
         try {
             LocalLauncher.builder()
                     .worldSize(run.world())
-                    .mainClass(GpuStressMain.class)
-                    .classPath(LocalLauncher.classPathWith(GpuStressMain.class, GpuBackend.class))
+                    .mainClass(gpuRankMain)
+                    .classPath(LocalLauncher.classPathWith(gpuRankMain, GpuStressMain.class, GpuBackend.class))
                     .jvmOption("-Xss4m")
                     .jvmOption("-Dmoecomm.log.level=WARN")
                     .gpuPolicy(LocalLauncher.GpuPolicy.SHARED)

@@ -77,6 +77,27 @@ class StressCommandTest {
     }
 
     @Test
+    void aGpuRunGathersEveryRanksResultFromItsProcess() throws Exception {
+        StressCommand cmd = new StressCommand();
+        cmd.out = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
+        cmd.err = new PrintStream(errBytes, true, StandardCharsets.UTF_8);
+        cmd.gpuProbe = () -> new GpuBackend.Availability(true, "fake GPU (test)");
+        cmd.gpuRankMain = FakeStressRankMain.class;
+        CommandLine cl = Main.commandLine(cmd);
+        int rc = cl.execute("--backend", "gpu", "--world", "2", "--rounds", "7", "--launch-timeout", "120",
+                "--out-dir", dir.toString());
+        String out = outBytes.toString(StandardCharsets.UTF_8);
+        assertEquals(0, rc, out + errBytes.toString(StandardCharsets.UTF_8));
+        assertTrue(out.contains("rank 0: 7 rounds, 70 rows checked") && out.contains("rank 1: 7 rounds, 140 rows checked"),
+                out);
+        Path file = dir.resolve(ResultFiles.name(java.time.LocalDate.now(), "Fake GPU", "gpu-stress"));
+        JsonNode j = JSON.readTree(Files.readString(file));
+        assertEquals("gpu", j.get("backend").asText());
+        assertEquals("Fake GPU", j.get("device").asText());
+        assertEquals(210, j.get("rowsChecked").asLong());
+    }
+
+    @Test
     void theSpecTravelsAsOneWord() {
         StressSpec s = new StressSpec("deepseek-v3", 8, 4, 2, new StressRounds.Options(500, 7, 0.25, 150));
         assertEquals(s, StressSpec.decode(s.encode()));

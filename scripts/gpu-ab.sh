@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, in the repository root: A/B runs of jar variants inside one device
+# session (scripts/make-ab-variant.sh put them into .gpu-carry/variants/<dir>/ on the development
+# machine). Builds the NVSHMEM bridge, starts MPS, and for each line of AB_SPECS copies that
+# variant's jars into the bundle and runs scripts/gpu-bench.sh with the line's options.
+#
+#   AB_SPECS='label|dir|java options|bench args|kernel-bench args' bash scripts/gpu-ab.sh
+#
+# One line per run, in order (repeat a label's dir under another label to see the drift):
+#   label              names the results: $OUT/ab.tgz holds ab/ab-<label>-w<W>.json (phases),
+#                      ab/ab-<label>-kernels.json and ab/ab-<label>.log
+#   dir                the variant, .gpu-carry/variants/<dir>
+#   java options       for every JVM of the run (JAVA_TOOL_OPTIONS), e.g. -Dmoecomm.gpu.checkPointers=true
+#   bench args         the phase benchmark's options (PHASE_BENCH_ARGS), e.g. --presets deepseek-v3 --launch graph
+#   kernel-bench args  when given, the kernel benchmark runs with them instead of the phases
+#                      (KERNEL_BENCH_ARGS), e.g. --tokens 1,128,4096
+# Environment: AB_WORLDS (default 4) the worlds of the phase runs; AB_CHECK=1 first runs the whole
+# GPU check (scripts/gpu-nvshmem-check.sh, tests included) with the bundle's own jars.
+# Prints each run's graph-replay rows (phases) or kernel rows; exit status 0 unless the bridge did
+# not build.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+carry="${GPU_CARRY:-$root/.gpu-carry}"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+if [ "${AB_CHECK:-0}" = 1 ]; then
+  LAUNCH_BENCH=0 PHASE_DEMO=0 bash scripts/gpu-nvshmem-check.sh > "$out/check.log" 2>&1
+  echo "GPU check exit status: $?"
+  grep -E "tests (successful|failed)" "$out/gpu-check.log" | head -4
+elif ! bash scripts/gpu-nvshmem-build.sh build > "$out/nvshmem-build.log" 2>&1; then
+  echo "the NVSHMEM bridge did not build: see nvshmem-build.log"
+  tail -20 "$out/nvshmem-build.log"
+  exit 5
+fi
+# shellcheck disable=SC1091
+source nvshmem-bridge/target/nvshmem-native/env.sh
+started_mps=0
+if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && nvidia-cuda-mps-control -d; then
+  started_mps=1
+fi
+ab=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-ab.XXXXXX")
+mkdir -p "$ab/ab"
+saved="$ab/bundle-lib"
+mkdir -p "$saved" && cp "$carry"/lib/moecomm-*.jar "$saved"/
+while IFS='|' read -r label dir opts args kargs; do
+  [ -z "$label" ] && continue
+  if [ ! -d "$carry/variants/$dir" ]; then
+    echo "== $label: no variant $dir in $carry/variants (scripts/make-ab-variant.sh)"
+    continue
+  fi
+  cp "$carry/variants/$dir"/moecomm-*.jar "$carry/lib/"
+  run="$ab/run-$label"
+  mkdir -p "$run"
+  kernel=0; phases=1
+  [ -n "$kargs" ] && kernel=1 && phases=0
+  JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
+    LAUNCH_BENCH=0 PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
+    bash scripts/gpu-bench.sh > "$ab/ab/ab-$label.log" 2>&1
+  echo "== $label ($dir; ${opts:-no options}; ${kargs:-$args}): exit status $?"
+  for f in "$run"/*-gpu-phases*.json; do
+    [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-$(basename "$f" | sed 's/.*-\(w[0-9]*\)-gpu-phases.*\.json/\1/').json"
+  done
+  for f in "$run"/*-gpu-kernels*.json; do
+    [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-kernels.json"
+  done
+  grep -E "^[a-z0-9.-]+ +[0-9]+ +graph|^(pack|scatter|gather|reduce) " "$ab/ab/ab-$label.log"
+done <<< "${AB_SPECS:-}"
+cp "$saved"/moecomm-*.jar "$carry/lib/"
+[ "$started_mps" = 1 ] && echo quit | nvidia-cuda-mps-control
+tar -C "$ab" -czf "$out/ab.tgz" ab
+rm -rf "$ab"

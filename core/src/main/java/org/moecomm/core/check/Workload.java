@@ -258,14 +258,16 @@ public final class Workload {
         float a = 1f + (float) expert / c.numExperts();
         float b = (float) expert / (16f * c.numExperts());
         byte[] y = new byte[h * c.expertOutType().bytes()];
+        float[] v = Reference.decodeAll(c.inType(), tokenBytes, h);
         for (int i = 0; i < h; i++) {
-            float v = Reference.decode(c.inType(), tokenBytes, i);
+            float x = v[i];
             if (c.blockScales()) {
-                v = v * scales[i / MoeConfig.SCALE_BLOCK];
+                x = x * scales[i / MoeConfig.SCALE_BLOCK];
             }
-            float product = v * a;
-            Reference.encode(c.expertOutType(), product + b, y, i);
+            float product = x * a;
+            v[i] = product + b;
         }
+        Reference.encodeAll(c.expertOutType(), v, y, 0);
         return y;
     }
 

@@ -156,15 +156,13 @@ public final class Reference {
                     continue;
                 }
                 float w = in.weights()[t * k + j];
-                byte[] y = expert.apply(e, g, t);
+                float[] y = decodeAll(config.expertOutType(), expert.apply(e, g, t), h);
                 for (int i = 0; i < h; i++) {
-                    float product = w * decode(config.expertOutType(), y, i);
+                    float product = w * y[i];
                     acc[i] = acc[i] + product;
                 }
             }
-            for (int i = 0; i < h; i++) {
-                encode(outType, acc[i], out, t * h + i);
-            }
+            encodeAll(outType, acc, out, t * h);
         }
         return out;
     }
@@ -178,6 +176,65 @@ public final class Reference {
             case FP8_E4M3 -> Numerics.fp8e4m3ToFloat(bytes[i]);
             case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
         };
+    }
+
+    /**
+     * Elements {@code [0, n)} of a little-endian array of {@code dtype}, as floats: what
+     * {@link #decode} gives for each, with the dtype chosen once (host loops over whole rows).
+     */
+    public static float[] decodeAll(DType dtype, byte[] bytes, int n) {
+        float[] v = new float[n];
+        switch (dtype) {
+            case BF16 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = Numerics.bf16ToFloat(getShort(bytes, i));
+                }
+            }
+            case FP16 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = Numerics.fp16ToFloat(getShort(bytes, i));
+                }
+            }
+            case FP32 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = Float.intBitsToFloat(getInt(bytes, i));
+                }
+            }
+            case FP8_E4M3 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = Numerics.fp8e4m3ToFloat(bytes[i]);
+                }
+            }
+            case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        }
+        return v;
+    }
+
+    /** Stores every value as elements {@code first, first + 1, ...} of a little-endian array of {@code dtype}, as {@link #encode} does. */
+    public static void encodeAll(DType dtype, float[] values, byte[] bytes, int first) {
+        switch (dtype) {
+            case BF16 -> {
+                for (int i = 0; i < values.length; i++) {
+                    putShort(bytes, first + i, Numerics.floatToBf16(values[i]));
+                }
+            }
+            case FP16 -> {
+                for (int i = 0; i < values.length; i++) {
+                    putShort(bytes, first + i, Numerics.floatToFp16(values[i]));
+                }
+            }
+            case FP32 -> {
+                for (int i = 0; i < values.length; i++) {
+                    putInt(bytes, first + i, Float.floatToRawIntBits(values[i]));
+                }
+            }
+            case FP8_E4M3 -> {
+                for (int i = 0; i < values.length; i++) {
+                    bytes[first + i] = Numerics.floatToFp8e4m3(values[i]);
+                }
+            }
+            case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        }
     }
 
     /** Stores {@code v} as element {@code i} of a little-endian array of {@code dtype}. */

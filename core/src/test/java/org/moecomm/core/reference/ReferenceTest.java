@@ -7,8 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
 
@@ -34,6 +37,33 @@ class ReferenceTest {
 
     private static Set<String> pairs(List<Reference.ExpertRow> rows) {
         return rows.stream().map(r -> r.group() + ":" + r.token() + ":" + r.slot()).collect(Collectors.toSet());
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"BF16", "FP16", "FP32", "FP8_E4M3"})
+    void rowsDecodeAndEncodeAsTheirElementsDo(DType dtype) {
+        SplittableRandom rnd = new SplittableRandom(dtype.ordinal());
+        int n = 777;
+        byte[] bytes = new byte[n * dtype.bytes()];
+        for (int i = 0; i < bytes.length; i++) {
+            bytes[i] = (byte) rnd.nextInt(256); // every bit pattern, NaNs and infinities included
+        }
+        float[] all = Reference.decodeAll(dtype, bytes, n);
+        float[] values = new float[n];
+        for (int i = 0; i < n; i++) {
+            assertEquals(Float.floatToRawIntBits(Reference.decode(dtype, bytes, i)), Float.floatToRawIntBits(all[i]),
+                    "element " + i);
+            values[i] = (float) (rnd.nextDouble() * 1e4 - 5e3);
+        }
+        values[0] = Float.NaN;
+        values[1] = Float.POSITIVE_INFINITY;
+        byte[] one = new byte[(n + 3) * dtype.bytes()];
+        byte[] bulk = new byte[one.length];
+        for (int i = 0; i < n; i++) {
+            Reference.encode(dtype, values[i], one, 3 + i);
+        }
+        Reference.encodeAll(dtype, values, bulk, 3);
+        assertArrayEquals(one, bulk);
     }
 
     @Test

@@ -43,7 +43,21 @@ public final class Numerics {
     }
 
     public static float fp8e4m3ToFloat(byte v) {
-        int b = v & 0xff;
+        return FP8_E4M3_VALUES[v & 0xff];
+    }
+
+    /** Every fp8-e4m3 byte's value, so that the JVM decodes one with a load (on a GPU it is one cvt). */
+    private static final float[] FP8_E4M3_VALUES = fp8e4m3Values();
+
+    private static float[] fp8e4m3Values() {
+        float[] values = new float[256];
+        for (int b = 0; b < 256; b++) {
+            values[b] = fp8e4m3Value(b);
+        }
+        return values;
+    }
+
+    private static float fp8e4m3Value(int b) {
         int exponent = (b >>> 3) & 0xf;
         int mantissa = b & 7;
         float magnitude;

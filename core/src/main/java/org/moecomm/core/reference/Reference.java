@@ -134,9 +134,21 @@ public final class Reference {
         return perExpert;
     }
 
-    /** Expected {@code expertNumTokens} on {@code rank}. */
+    /** Expected {@code expertNumTokens} on {@code rank}: the sizes of {@link #dispatch}'s lists, without copying rows. */
     public int[] expertCounts(int rank) {
-        return dispatch(rank).stream().mapToInt(List::size).toArray();
+        int l = config.expertsPerRank();
+        int k = config.topK();
+        int[] counts = new int[l];
+        for (int g = 0; g < config.numGroups(); g++) {
+            RankInputs in = groupInputs(g);
+            for (int i = 0; i < in.m() * k; i++) {
+                int e = in.indices()[i];
+                if (e >= 0 && config.rankOfExpert(e) == rank) {
+                    counts[e - rank * l]++;
+                }
+            }
+        }
+        return counts;
     }
 
     /** Combine on {@code rank}: {@code out [m][H]} in outType, raw bytes. */

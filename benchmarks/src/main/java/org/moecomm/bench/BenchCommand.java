@@ -141,7 +141,7 @@ final class BenchCommand extends RunCommand {
         String backendLabel = label(choice);
         LocalDate date = LocalDate.now(ZoneOffset.UTC);
         PhaseJson.Run run = new PhaseJson.Run(backendLabel, date, commit != null ? commit
-                : defaultCommit(System.getenv(), Path.of(BUNDLE_INFO)), command != null ? command : invocation());
+                : defaultCommit(System.getenv(), Path.of(BUNDLE_INFO)), command != null ? command : Main.invocation(spec, name()));
         Path file = outFile != null ? outFile
                 : ResultFiles.fresh(outDir, PhaseJson.fileName(date, backendLabel, results.getFirst().device()));
         PhaseJson.write(file, PhaseJson.lines(results, run));
@@ -215,16 +215,6 @@ final class BenchCommand extends RunCommand {
             // fall through
         }
         return "unknown";
-    }
-
-    private String invocation() {
-        List<String> args = spec != null && spec.commandLine().getParseResult() != null
-                ? spec.commandLine().getParseResult().originalArgs() : List.of();
-        // started through Main, the original arguments begin with the subcommand's name
-        if (!args.isEmpty() && args.getFirst().equals(name())) {
-            args = args.subList(1, args.size());
-        }
-        return ("moecomm bench " + String.join(" ", args)).strip();
     }
 
     static final class RoundStartConverter implements picocli.CommandLine.ITypeConverter<RoundStart> {

@@ -145,7 +145,8 @@ final class GpuRunner implements Runner {
         return out;
     }
 
-    private static void deleteTree(Path dir) {
+    /** Deletes {@code dir} and everything in it; what cannot be deleted stays (a temporary folder). */
+    static void deleteTree(Path dir) {
         try (Stream<Path> s = Files.walk(dir)) {
             s.sorted(Comparator.reverseOrder()).forEach(p -> {
                 try {

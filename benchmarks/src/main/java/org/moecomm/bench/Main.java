@@ -1,5 +1,6 @@
 package org.moecomm.bench;
 
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -21,6 +22,19 @@ public final class Main implements Runnable {
         CommandLine cl = e.getCommandLine();
         cl.getErr().println(cl.getCommandSpec().qualifiedName() + ": " + e.getMessage() + " (--help lists the options)");
         return cl.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /**
+     * The command line a subcommand was started with, as results record it: {@code moecomm
+     * <name> <its arguments>} (started through Main, the original arguments begin with the name).
+     */
+    static String invocation(CommandLine.Model.CommandSpec spec, String name) {
+        List<String> args = spec != null && spec.commandLine().getParseResult() != null
+                ? spec.commandLine().getParseResult().originalArgs() : List.of();
+        if (!args.isEmpty() && args.getFirst().equals(name)) {
+            args = args.subList(1, args.size());
+        }
+        return ("moecomm " + name + " " + String.join(" ", args)).strip();
     }
 
     @Override

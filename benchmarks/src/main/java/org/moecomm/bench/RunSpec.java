@@ -18,6 +18,15 @@ import org.moecomm.core.check.Workload;
 record RunSpec(String preset, int tokens, int world, int group, boolean skewed, long seed, LaunchMode launch) {
     RunSpec {
         Objects.requireNonNull(launch, "launch");
+        checkShape(preset, tokens, world, group);
+    }
+
+    /**
+     * A known preset at {@code tokens} per rank on {@code world} ranks in groups of {@code group}
+     * that the handle accepts, else an {@link IllegalArgumentException} saying why (also for
+     * {@link StressSpec}).
+     */
+    static void checkShape(String preset, int tokens, int world, int group) {
         Preset.byLabel(preset);
         if (tokens < 1) {
             throw new IllegalArgumentException("tokens per rank must be positive, got " + tokens);

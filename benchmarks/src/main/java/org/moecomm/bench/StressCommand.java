@@ -10,11 +10,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
-import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.Preset;
-import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.StressRounds;
-import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.core.launch.LaunchException;
 import org.moecomm.core.launch.LocalLauncher;
@@ -117,24 +114,17 @@ final class StressCommand implements Callable<Integer> {
         }
         String line = StressResults.summary(run, RunCommand.label(choice), device,
                 commit != null ? commit : BenchCommand.defaultCommit(System.getenv(), Path.of(BenchCommand.BUNDLE_INFO)),
-                invocation(), results);
+                Main.invocation(spec, "stress"), results);
         Path file = StressResults.write(ResultFiles.fresh(outDir,
                 ResultFiles.name(LocalDate.now(), device, RunCommand.label(choice) + "-stress")), line);
         out.println((ok ? "STRESS OK" : "STRESS FAILED") + "; wrote " + file);
         return ok ? 0 : 1;
     }
 
-    /** Runs on the CPU backend, adds the ranks' results to {@code results}; returns the device's name. */
+    /** Runs on the CPU backend, adds the ranks' results to {@code results}; returns the machine's name. */
     private static String onCpu(StressSpec run, List<StressRounds.Result> results, PrintStream progressOut) {
         Progress progress = new Progress(progressOut, "stress", run.options().rounds(), Progress.INTERVAL);
-        try (CpuCluster cluster = CpuCluster.create(run.world())) {
-            results.addAll(cluster.runOnAllRanks(rank -> {
-                try (MoeAllToAll h = cluster.createHandle(rank, run.config())) {
-                    return StressRounds.run(RankBuffers.allocate(h), run.options(),
-                            rank == 0 ? progress::roundsDone : done -> { });
-                }
-            }));
-        }
+        results.addAll(StressRounds.runOnCpu(run.config(), run.options(), progress::roundsDone));
         return ResultFiles.machine();
     }
 
@@ -161,21 +151,8 @@ final class StressCommand implements Callable<Integer> {
             }
             return device;
         } finally {
-            try (var files = Files.list(dir)) {
-                for (Path p : files.toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
-            Files.deleteIfExists(dir);
+            GpuRunner.deleteTree(dir);
         }
     }
 
-    private String invocation() {
-        List<String> args = spec != null && spec.commandLine().getParseResult() != null
-                ? spec.commandLine().getParseResult().originalArgs() : List.of();
-        if (!args.isEmpty() && args.getFirst().equals("stress")) {
-            args = args.subList(1, args.size());
-        }
-        return ("moecomm stress " + String.join(" ", args)).strip();
-    }
 }

@@ -1,6 +1,7 @@
 package org.moecomm.bench;
 
 import java.util.Locale;
+import java.util.Objects;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Preset;
 import org.moecomm.core.check.StressRounds;
@@ -11,8 +12,8 @@ import org.moecomm.core.check.StressRounds;
  */
 record StressSpec(String preset, int tokens, int world, int group, StressRounds.Options options) {
     StressSpec {
-        // the run spec's checks: a known preset, a config the handle accepts
-        new RunSpec(preset, tokens, world, group, false, options.seed());
+        RunSpec.checkShape(preset, tokens, world, group);
+        Objects.requireNonNull(options, "options");
     }
 
     MoeConfig config() {

@@ -6,7 +6,9 @@ import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntConsumer;
+import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.reference.Reference;
 
 /**
@@ -120,6 +122,22 @@ public final class StressRounds {
             roundsDone.accept(round + 1);
         }
         return new Result(rank, options.rounds(), rows, failed, problems, System.nanoTime() - start);
+    }
+
+    /**
+     * The run on the CPU backend: every rank of {@code config} as a thread of this JVM
+     * ({@link CpuCluster}), each with its own handle; rank 0 reports its rounds done to
+     * {@code rank0Done}. Returns the ranks' results in rank order.
+     */
+    public static List<Result> runOnCpu(MoeConfig config, Options options, IntConsumer rank0Done) {
+        Objects.requireNonNull(rank0Done, "rank0Done");
+        try (CpuCluster cluster = CpuCluster.create(config.worldSize())) {
+            return cluster.runOnAllRanks(rank -> {
+                try (MoeAllToAll h = cluster.createHandle(rank, config)) {
+                    return run(RankBuffers.allocate(h), options, rank == 0 ? rank0Done : done -> { });
+                }
+            });
+        }
     }
 
     /** The expert rows this rank receives plus its tokens: the rows {@link CheckedRound} compares. */

@@ -10,10 +10,8 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.moecomm.core.DType;
-import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.PeerWrites;
-import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.testing.Harness;
 
 /**
@@ -27,13 +25,7 @@ class StressRoundsTest {
     }
 
     private static List<StressRounds.Result> run(MoeConfig config, StressRounds.Options options) {
-        try (CpuCluster cluster = CpuCluster.create(config.worldSize())) {
-            return cluster.runOnAllRanks(rank -> {
-                try (MoeAllToAll h = cluster.createHandle(rank, config)) {
-                    return StressRounds.run(RankBuffers.allocate(h), options);
-                }
-            });
-        }
+        return StressRounds.runOnCpu(config, options, done -> { });
     }
 
     private static void assertAllRoundsRight(List<StressRounds.Result> results, int rounds) {

@@ -71,13 +71,32 @@ __device__ __forceinline__ void stage_ids(const int* src, int count, int* ids, i
   for (; i < count; i += threads) ids[i] = src[i];
 }
 
-// Whether slot k of a token (ids: its staged ids) repeats an expert that an earlier slot of
-// localMask names; repeats are skipped like -1 so a token never has more than Kd pairs here.
-__device__ __forceinline__ bool named_before(const int* ids, int k, int id, long long localMask) {
+// Routes of a slot at this destination (MoeKernels.SLOT_*).
+constexpr int kSlotElsewhere = 0, kSlotHere = 1, kSlotDropped = 2;
+
+// Whether a slot before k of a token (ids: its staged ids) names id; repeats are skipped like -1
+// so a token never has more than Kd pairs here.
+__device__ __forceinline__ bool named_before(const int* ids, int k, int id) {
   bool seen = false;
   for (int j = 0; j < k; j++)
-    if ((localMask & (1LL << j)) != 0 && ids[j] == id) seen = true;
+    if (ids[j] == id) seen = true;
   return seen;
+}
+
+// Slot k of token t (ids: its staged ids) at the destination whose experts start at firstExpert.
+__device__ __forceinline__ int route_slot(const int* ids, int k, int t, int firstExpert, int expertsPerRank,
+                                          int numExperts, bool dropsOutOfRange, bool check, int* inputReport) {
+  const int id = ids[k], local = id - firstExpert;
+  if (local >= 0 && local < expertsPerRank) {
+    if (!named_before(ids, k, id)) return kSlotHere;
+    if (check) report_input(inputReport, kReportRepeatedId, t, k, id);
+    return kSlotDropped;
+  }
+  if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+    if (check && id != -1) report_input(inputReport, kReportBadId, t, k, id);
+    return kSlotDropped;
+  }
+  return kSlotElsewhere;
 }
 
 // Token t's pair locations here: localMask's slots numbered from location in k order, -1 for dropMask's.
@@ -179,6 +198,8 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   __shared__ long long rowMask[kMaxThreads];
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
+  // Each staged id's route here, classified by one thread per id.
+  __shared__ int slotRoute[kPackIds];
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int y = blockIdx.y, blocksY = gridDim.y;
@@ -200,29 +221,24 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int n = min(chunkTokens, m - chunk);
     stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
     __syncthreads();
+    // One thread per (token, slot) classifies the chunk's ids side by side.
+    for (int item = tid; item < n * topK; item += threads) {
+      const int token = item / topK;
+      slotRoute[item] = route_slot(chunkIds + token * topK, item - token * topK, chunk + token, firstExpert,
+                                   expertsPerRank, numExperts, dest == 0, leader && checkIds != 0, inputReport);
+    }
+    __syncthreads();
     const int t = chunk + tid;
     // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
     long long localMask = 0, dropMask = 0;
-    int pairs = 0;
     if (tid < n) {
-      const int* ids = chunkIds + tid * topK;
       for (int k = 0; k < topK; k++) {
-        const int id = ids[k], local = id - firstExpert;
-        const long long bit = 1LL << k;
-        if (local >= 0 && local < expertsPerRank) {
-          if (named_before(ids, k, id, localMask)) {
-            dropMask |= bit;
-            if (checkIds != 0 && leader) report_input(inputReport, kReportRepeatedId, t, k, id);
-          } else {
-            localMask |= bit;
-            pairs++;
-          }
-        } else if (dest == 0 && (id < 0 || id >= numExperts)) {
-          dropMask |= bit;
-          if (checkIds != 0 && leader && id != -1) report_input(inputReport, kReportBadId, t, k, id);
-        }
+        const int route = slotRoute[tid * topK + k];
+        if (route == kSlotHere) localMask |= 1LL << k;
+        else if (route == kSlotDropped) dropMask |= 1LL << k;
       }
     }
+    const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
     scanPairs[tid] = pairs;
@@ -268,7 +284,28 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
 
 // The reduction as a CUDA programmer writes it: a template over top-k and the dtypes (the Java
 // kernel's @Specialize parameters), instantiated for the benchmark's shape, with the generic
-// version for every other shape.
+// version for every other shape. As in the Java kernel, a thread sums a quad of four elements:
+// one 8-byte load per pair for 16-bit rows (4 bytes for fp8), float32 rows element by element.
+__device__ __forceinline__ uint64_t load_quad(const void* p, int loc, int hidden, int h, int dtype) {
+  const long first = long(max(loc, 0)) * hidden + h;  // skipped pairs read row 0
+  if (dtype == 3) return reinterpret_cast<const uint32_t*>(p)[first >> 2];
+  return reinterpret_cast<const uint64_t*>(p)[first >> 2];
+}
+
+__device__ __forceinline__ float quad_element(uint64_t q, int e, int dtype) {
+  if (dtype == 3) {
+    __nv_fp8_e4m3 v;
+    v.__x = __nv_fp8_storage_t(q >> (8 * e));
+    return float(v);
+  }
+  const unsigned short bits = static_cast<unsigned short>(q >> (16 * e));
+  return dtype == 0 ? __bfloat162float(__ushort_as_bfloat16(bits)) : __half2float(__ushort_as_half(bits));
+}
+
+__device__ __forceinline__ unsigned short to_bits16(float v, int dtype) {
+  return dtype == 0 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : __half_as_ushort(__float2half_rn(v));
+}
+
 template <int kTopK, int kYDtype, int kOutDtype>
 __device__ __forceinline__ void reduce_impl(const void* combineRecv, const int* pairLocation, const float* weights,
                                             void* out, int hidden, int topK, int yDtype, int outDtype) {
@@ -277,26 +314,41 @@ __device__ __forceinline__ void reduce_impl(const void* combineRecv, const int* 
   const int od = kOutDtype >= 0 ? kOutDtype : outDtype;
   const int t = blockIdx.x;
   const long first = long(t) * K;
-  // Same structure as the Java kernel: four pairs per step, loads first; skipped pairs read row 0.
-  auto load_pair = [&](int loc, int h) { return load_as_float(combineRecv, long(max(loc, 0)) * hidden + h, yd); };
   auto accumulate = [](float acc, int loc, float w, float v) { return loc >= 0 ? __fadd_rn(acc, __fmul_rn(w, v)) : acc; };
-  for (int h = threadIdx.x; h < hidden; h += blockDim.x) {
-    float acc = 0.f;
-    int k = 0;
-    for (; k + 4 <= K; k += 4) {
-      const int l0 = pairLocation[first + k], l1 = pairLocation[first + k + 1];
-      const int l2 = pairLocation[first + k + 2], l3 = pairLocation[first + k + 3];
-      const float v0 = load_pair(l0, h), v1 = load_pair(l1, h), v2 = load_pair(l2, h), v3 = load_pair(l3, h);
-      acc = accumulate(acc, l0, weights[first + k], v0);
-      acc = accumulate(acc, l1, weights[first + k + 1], v1);
-      acc = accumulate(acc, l2, weights[first + k + 2], v2);
-      acc = accumulate(acc, l3, weights[first + k + 3], v3);
+  for (int q = threadIdx.x; q < hidden / 4; q += blockDim.x) {
+    const int h = 4 * q;
+    float a[4] = {0.f, 0.f, 0.f, 0.f};
+    if (yd == 2) {
+      for (int e = 0; e < 4; e++) {
+        for (int k = 0; k < K; k++) {
+          const int l = pairLocation[first + k];
+          a[e] = accumulate(a[e], l, weights[first + k], load_as_float(combineRecv, long(max(l, 0)) * hidden + h + e, yd));
+        }
+      }
+    } else {
+      int k = 0;
+      for (; k + 4 <= K; k += 4) {  // four pairs per step, loads first
+        int l[4];
+        uint64_t r[4];
+        for (int j = 0; j < 4; j++) l[j] = pairLocation[first + k + j];
+        for (int j = 0; j < 4; j++) r[j] = load_quad(combineRecv, l[j], hidden, h, yd);
+        for (int e = 0; e < 4; e++)
+          for (int j = 0; j < 4; j++) a[e] = accumulate(a[e], l[j], weights[first + k + j], quad_element(r[j], e, yd));
+      }
+      for (; k < K; k++) {
+        const int l = pairLocation[first + k];
+        const uint64_t r = load_quad(combineRecv, l, hidden, h, yd);
+        for (int e = 0; e < 4; e++) a[e] = accumulate(a[e], l, weights[first + k], quad_element(r, e, yd));
+      }
     }
-    for (; k < K; k++) {
-      const int l = pairLocation[first + k];
-      acc = accumulate(acc, l, weights[first + k], load_pair(l, h));
+    const long o = long(t) * hidden + h;
+    if (od == 0 || od == 1) {
+      const uint64_t packed = uint64_t(to_bits16(a[0], od)) | uint64_t(to_bits16(a[1], od)) << 16
+          | uint64_t(to_bits16(a[2], od)) << 32 | uint64_t(to_bits16(a[3], od)) << 48;
+      reinterpret_cast<uint64_t*>(out)[o >> 2] = packed;
+    } else {
+      for (int e = 0; e < 4; e++) store_from_float(out, o + e, od, a[e]);
     }
-    store_from_float(out, long(t) * hidden + h, od, acc);
   }
 }
 

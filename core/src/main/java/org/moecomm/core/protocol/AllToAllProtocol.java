@@ -180,7 +180,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
         int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
-                (config.hidden() + THREADS - 1) / THREADS));
+                (config.hidden() / MoeKernels.REDUCE_QUAD + THREADS - 1) / THREADS));
         this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));

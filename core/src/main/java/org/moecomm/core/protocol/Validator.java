@@ -27,6 +27,9 @@ import org.moecomm.core.TokenCount;
  * then a count in a buffer is not read here and the token tensors are checked against M rows.
  */
 public final class Validator {
+    /** Byte alignment every tensor's buffer must have. */
+    public static final long TENSOR_ALIGNMENT = 16;
+
     private final MoeConfig config;
     private final DeviceMemory memory;
 
@@ -203,6 +206,11 @@ public final class Validator {
         if (t.dtype() != dtype) {
             throw new IllegalArgumentException(name + ": expected dtype " + dtype.label() + ", got "
                     + t.dtype().label());
+        }
+        if (t.buf().address() % TENSOR_ALIGNMENT != 0) {
+            throw new IllegalArgumentException(name + ": buffer address " + t.buf().address() + " is not a multiple of "
+                    + TENSOR_ALIGNMENT + " (the kernels move rows in 16-byte pieces; allocations are aligned, a"
+                    + " slice must start at a multiple of 16 bytes)");
         }
     }
 }

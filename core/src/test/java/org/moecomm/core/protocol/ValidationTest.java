@@ -228,6 +228,26 @@ class ValidationTest {
     }
 
     @Test
+    void misalignedBuffersAreRefused() {
+        onHandle(BF16, c -> {
+            // a view 8 bytes into an allocation: the kernels' 16-byte row copies could not read it
+            Tensor x = c.in().x();
+            Tensor shifted = Tensor.of(c.mem().allocate(x.buf().byteSize() + 16).slice(8, x.buf().byteSize()),
+                    x.dtype(), x.shape());
+            String message = assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(shifted)));
+            assertTrue(message.contains("multiple of 16"), message);
+            Tensor out = c.b().out();
+            Tensor shiftedOut = Tensor.of(c.mem().allocate(out.buf().byteSize() + 16).slice(4, out.buf().byteSize()),
+                    out.dtype(), out.shape());
+            c.h().dispatchSend(c.in());
+            c.h().dispatchRecv(c.b().dispatchOutput());
+            c.h().combineSend(c.b().expertY());
+            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), shiftedOut));
+            c.h().combineRecv(c.b().weights(), out);
+        });
+    }
+
+    @Test
     void wrongShapes() {
         onHandle(BF16, c -> {
             assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8, 128))));

@@ -132,7 +132,9 @@ public interface KernelContext {
      * loads and stores by this kernel: the same offset and size in {@code pe}'s memory. On the GPU
      * it is the address {@code nvshmem_ptr} gives, which exists only for peers the GPU reaches by
      * loads and stores (the same GPU, NVLink or PCIe peer-to-peer mappings): call it only for a
-     * peer the host found mapped; for any other the result is undefined. On the JVM it is
+     * peer the host found mapped; for any other the result must not be used (on the GPU it is a
+     * null address; calling early, before the host's verdict is read, lets the call overlap that
+     * load). On the JVM it is
      * {@code PeerMemory.onPeer}. Stores through it are ordinary stores into another rank's memory:
      * follow them with {@link #systemFence()} before a signal that publishes them.
      */

@@ -82,16 +82,21 @@ public final class AllToAllKernels {
                                     Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
                                     int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
                                     int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
-        long round = state.getLong(STATE_ROUND) + 1;
         int dest = ctx.groupIdx();
+        long stateRound = state.getLong(STATE_ROUND);
+        int mode = peerModes.getInt(dest);
+        // resolved before the mode is known (unused for a put peer): the two loads and the device
+        // call are in flight together, where resolving after the mode's load waits for it first
+        Buf peerRecv = ctx.peerBuf(dispatchRecv, dest);
+        long round = stateRound + 1;
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
-        boolean direct = serves && peerModes.getInt(dest) == PEER_DIRECT;
+        boolean direct = serves && mode == PEER_DIRECT;
         long recvRegionRow = (long) group * maxTokens;
         Buf rowsOut = dispatchSend;
         long outRegionRow = (long) (dest / groupSize) * maxTokens;
         if (direct) {
-            rowsOut = ctx.peerBuf(dispatchRecv, dest);
+            rowsOut = peerRecv;
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
@@ -256,8 +261,8 @@ public final class AllToAllKernels {
 
     /**
      * Combine receive: grid {@code X x Y} ({@code X <= M}); block {@code (x, y)} takes tokens
-     * {@code x, x + X, ...} below m and their hidden elements {@code y*B + i + j*Y*B} ({@code B}
-     * threads per block). Every block waits, bounded, for {@code combine[d] >= round << 32} from every
+     * {@code x, x + X, ...} below m and their hidden quads {@code y*B + i + j*Y*B} (elements
+     * {@code 4q .. 4q+3}, {@code B} threads per block). Every block waits, bounded, for {@code combine[d] >= round << 32} from every
      * rank {@code d} (also a block without tokens: the signals of this round must have arrived
      * before combine-done lets a peer run ahead), then reduces its tokens as
      * {@link MoeKernels#reduce} does. The last
@@ -280,13 +285,13 @@ public final class AllToAllKernels {
         // after the waits: read before them, the 128-token W=4 combine took 168 us instead of 144
         // (benchmarks/results/2026-12-03-decode-copies/)
         int m = MoeKernels.clamp(numTokens.getInt(0), 0, maxTokens);
-        // the y blocks of a token split its hidden dimension: a decode round's few tokens are
-        // latency-bound in one block (K row reads per element, one element per thread and step)
-        int firstH = ctx.groupIdy() * threads + tid;
-        int stepH = ctx.numGroupsY() * threads;
+        // the y blocks of a token split its hidden dimension (in quads): a decode round's few
+        // tokens are latency-bound in one block (K row reads per quad, one quad per thread and step)
+        int firstQuad = ctx.groupIdy() * threads + tid;
+        int stepQuad = ctx.numGroupsY() * threads;
         for (int t = ctx.groupIdx(); t < m; t += ctx.numGroupsX()) {
-            MoeKernels.reduceSlice(t, firstH, stepH, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
-                    outDtype);
+            MoeKernels.reduceSlice(t, firstQuad, stepQuad, combineRecv, pairLocation, weights, out, hidden, topK,
+                    yDtype, outDtype);
         }
         if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true)) {
             long word = 8L * (numGroups + worldSize + rank);

@@ -127,6 +127,8 @@ public final class MoeKernels {
         // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
         // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
+        // Each id's route here (SLOT_*), classified by one thread per id.
+        int[] slotRoute = ctx.allocateIntLocalArray(PACK_IDS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
         int rowsBefore = 0;
@@ -136,35 +138,30 @@ public final class MoeKernels {
             int n = min(chunkTokens, m - chunk);
             stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
             ctx.localBarrier();
+            // One thread per (token, slot): a decode round's one token has its topK ids (and the
+            // repeat check among them) classified side by side, not one after the other by its thread.
+            for (int item = tid; item < n * topK; item += threads) {
+                int token = item / topK;
+                slotRoute[item] = routeSlot(ctx, chunkIds, token * topK, item - token * topK, chunk + token,
+                        firstExpert, expertsPerRank, numExperts, dest == 0, leader && checkIds != 0, inputReport);
+            }
+            ctx.localBarrier();
             int t = chunk + tid;
             // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
             // of dropMask for a slot whose pairLocation this block sets to -1 (checked ids reported).
             long localMask = 0;
             long dropMask = 0;
-            int pairs = 0;
             if (tid < n) {
                 for (int k = 0; k < topK; k++) {
-                    int id = chunkIds[tid * topK + k];
-                    int local = id - firstExpert;
-                    long bit = 1L << k;
-                    if (local >= 0 && local < expertsPerRank) {
-                        if (namedBefore(chunkIds, tid * topK, k, id, localMask)) {
-                            dropMask |= bit;
-                            if (checkIds != 0 && leader) {
-                                report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
-                            }
-                        } else {
-                            localMask |= bit;
-                            pairs++;
-                        }
-                    } else if (dest == 0 && (id < 0 || id >= numExperts)) {
-                        dropMask |= bit;
-                        if (checkIds != 0 && leader && id != -1) {
-                            report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
-                        }
+                    int route = slotRoute[tid * topK + k];
+                    if (route == SLOT_HERE) {
+                        localMask |= 1L << k;
+                    } else if (route == SLOT_DROPPED) {
+                        dropMask |= 1L << k;
                     }
                 }
             }
+            int pairs = Long.bitCount(localMask);
             int hasRow = pairs > 0 ? 1 : 0;
             scanRows[tid] = hasRow;
             scanPairs[tid] = pairs;
@@ -427,7 +424,9 @@ public final class MoeKernels {
      * Combine, step 2: one block per token {@code t} (grid {@code M} blocks; tokens {@code >= m}
      * return at once). {@code out[t][h] = sum over k of weights[t][k] * y[h]}, y being
      * combineRecv row {@code pairLocation[t][k]} (skipped when -1), summed in float32 in
-     * increasing k, then converted to {@code outDtype}.
+     * increasing k, then converted to {@code outDtype}. The threads take quads of four elements
+     * ({@link #reduceSlice}): {@code hidden} must be a multiple of 4 and {@code combineRecv} and
+     * {@code out} 8-byte aligned (they are: H % 16 == 0, buffers 16-byte aligned).
      *
      * @param weights float32 {@code [M][K]}
      * @param yDtype  dtype code of combineRecv's elements (bf16, fp16, fp32)
@@ -444,45 +443,84 @@ public final class MoeKernels {
         }
     }
 
-    /** The body of {@link #reduce} for token {@code t}: every thread of the block takes its share of {@code h}. */
+    /** The body of {@link #reduce} for token {@code t}: every thread of the block takes its share of the quads. */
     static void reduceToken(KernelContext ctx, int t, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
                             int hidden, int topK, int yDtype, int outDtype) {
         reduceSlice(t, ctx.localIdx(), ctx.localGroupSizeX(), combineRecv, pairLocation, weights, out, hidden, topK,
                 yDtype, outDtype);
     }
 
+    /** Elements of the hidden dimension one step of {@link #reduceSlice} sums together (a quad). */
+    public static final int REDUCE_QUAD = 4;
+
     /**
-     * {@link #reduce}'s sum for token {@code t} and the elements {@code h = firstH, firstH + step,
-     * ...} of the hidden dimension (the caller's threads, or the threads of several blocks, split it).
+     * {@link #reduce}'s sum for token {@code t} and the quads {@code q = firstQuad, firstQuad +
+     * step, ...} of the hidden dimension (elements {@code 4q .. 4q+3}; the caller's threads, or the
+     * threads of several blocks, split them). A 16-bit row's quad is one 8-byte load per pair (an
+     * fp8 row's one 4-byte load), four times the bytes of one element per load (element loads left
+     * the kernel at half the copy bandwidth); float32 rows are read per element. Each element is summed in increasing k, as
+     * the reference does.
      */
-    static void reduceSlice(int t, int firstH, int step, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
+    static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
                             int hidden, int topK, int yDtype, int outDtype) {
         long first = (long) t * topK;
-        for (int h = firstH; h < hidden; h += step) {
-            float acc = 0f;
-            int k = 0;
-            // Four pairs per step, loads first: the four row reads are independent, so a GPU has
-            // them in flight together instead of waiting for each in turn (the sum stays in k order).
-            for (; k + 4 <= topK; k += 4) {
-                int l0 = pairLocation.getInt(first + k);
-                int l1 = pairLocation.getInt(first + k + 1);
-                int l2 = pairLocation.getInt(first + k + 2);
-                int l3 = pairLocation.getInt(first + k + 3);
-                float v0 = loadPair(combineRecv, l0, hidden, h, yDtype);
-                float v1 = loadPair(combineRecv, l1, hidden, h, yDtype);
-                float v2 = loadPair(combineRecv, l2, hidden, h, yDtype);
-                float v3 = loadPair(combineRecv, l3, hidden, h, yDtype);
-                acc = accumulate(acc, l0, weights.getFloat(first + k), v0);
-                acc = accumulate(acc, l1, weights.getFloat(first + k + 1), v1);
-                acc = accumulate(acc, l2, weights.getFloat(first + k + 2), v2);
-                acc = accumulate(acc, l3, weights.getFloat(first + k + 3), v3);
+        int quads = hidden / REDUCE_QUAD;
+        for (int q = firstQuad; q < quads; q += step) {
+            int h = q * REDUCE_QUAD;
+            if (yDtype == DTYPE_FP32) {
+                for (int e = 0; e < REDUCE_QUAD; e++) {
+                    store(out, (long) t * hidden + h + e, outDtype, sumElement(first, h + e, combineRecv, pairLocation,
+                            weights, hidden, topK, yDtype));
+                }
+            } else {
+                float a0 = 0f;
+                float a1 = 0f;
+                float a2 = 0f;
+                float a3 = 0f;
+                int k = 0;
+                // Four pairs per step, loads first: the four row reads are independent, so a GPU has
+                // them in flight together instead of waiting for each in turn.
+                for (; k + 4 <= topK; k += 4) {
+                    int l0 = pairLocation.getInt(first + k);
+                    int l1 = pairLocation.getInt(first + k + 1);
+                    int l2 = pairLocation.getInt(first + k + 2);
+                    int l3 = pairLocation.getInt(first + k + 3);
+                    long r0 = loadQuad(combineRecv, l0, hidden, h, yDtype);
+                    long r1 = loadQuad(combineRecv, l1, hidden, h, yDtype);
+                    long r2 = loadQuad(combineRecv, l2, hidden, h, yDtype);
+                    long r3 = loadQuad(combineRecv, l3, hidden, h, yDtype);
+                    float w0 = weights.getFloat(first + k);
+                    float w1 = weights.getFloat(first + k + 1);
+                    float w2 = weights.getFloat(first + k + 2);
+                    float w3 = weights.getFloat(first + k + 3);
+                    a0 = accumulate4(a0, 0, yDtype, l0, w0, r0, l1, w1, r1, l2, w2, r2, l3, w3, r3);
+                    a1 = accumulate4(a1, 1, yDtype, l0, w0, r0, l1, w1, r1, l2, w2, r2, l3, w3, r3);
+                    a2 = accumulate4(a2, 2, yDtype, l0, w0, r0, l1, w1, r1, l2, w2, r2, l3, w3, r3);
+                    a3 = accumulate4(a3, 3, yDtype, l0, w0, r0, l1, w1, r1, l2, w2, r2, l3, w3, r3);
+                }
+                for (; k < topK; k++) {
+                    int l = pairLocation.getInt(first + k);
+                    long r = loadQuad(combineRecv, l, hidden, h, yDtype);
+                    float w = weights.getFloat(first + k);
+                    a0 = accumulate(a0, l, w, quadElement(r, 0, yDtype));
+                    a1 = accumulate(a1, l, w, quadElement(r, 1, yDtype));
+                    a2 = accumulate(a2, l, w, quadElement(r, 2, yDtype));
+                    a3 = accumulate(a3, l, w, quadElement(r, 3, yDtype));
+                }
+                storeQuad(out, (long) t * hidden + h, outDtype, a0, a1, a2, a3);
             }
-            for (; k < topK; k++) {
-                int l = pairLocation.getInt(first + k);
-                acc = accumulate(acc, l, weights.getFloat(first + k), loadPair(combineRecv, l, hidden, h, yDtype));
-            }
-            store(out, (long) t * hidden + h, outDtype, acc);
         }
+    }
+
+    /** Element h of token t's weighted sum over its pairs, read one element per pair (float32 rows). */
+    static float sumElement(long first, int h, Buf combineRecv, Buf pairLocation, Buf weights, int hidden, int topK,
+                            int yDtype) {
+        float acc = 0f;
+        for (int k = 0; k < topK; k++) {
+            int l = pairLocation.getInt(first + k);
+            acc = accumulate(acc, l, weights.getFloat(first + k), loadPair(combineRecv, l, hidden, h, yDtype));
+        }
+        return acc;
     }
 
     /**
@@ -491,6 +529,57 @@ public final class MoeKernels {
      */
     static float loadPair(Buf combineRecv, int location, int hidden, int h, int dtype) {
         return load(combineRecv, (long) max(location, 0) * hidden + h, dtype);
+    }
+
+    /**
+     * Elements {@code h .. h+3} of combine row {@code location} (16-bit or fp8 {@code dtype}) as
+     * one word, element {@code h + e} in its {@code e}-th 16 or 8 bits: one 8- or 4-byte load. A
+     * skipped pair (-1) reads row 0, which always exists, and {@link #accumulate} ignores the value.
+     */
+    static long loadQuad(Buf combineRecv, int location, int hidden, int h, int dtype) {
+        long first = (long) max(location, 0) * hidden + h;
+        if (dtype == DTYPE_FP8_E4M3) {
+            return combineRecv.getInt(first >> 2) & 0xffffffffL;
+        }
+        return combineRecv.getLong(first >> 2);
+    }
+
+    /** Element {@code e} of a quad of {@code dtype} elements ({@link #loadQuad}), as float32. */
+    static float quadElement(long quad, int e, int dtype) {
+        if (dtype == DTYPE_FP8_E4M3) {
+            return Numerics.fp8e4m3ToFloat((byte) (quad >>> (8 * e)));
+        }
+        short bits = (short) (quad >>> (16 * e));
+        return dtype == DTYPE_BF16 ? Numerics.bf16ToFloat(bits) : Numerics.fp16ToFloat(bits);
+    }
+
+    /** Element {@code e}'s sum over four pairs, in k order (one step of {@link #reduceSlice}). */
+    static float accumulate4(float acc, int e, int dtype, int l0, float w0, long r0, int l1, float w1, long r1, int l2,
+                             float w2, long r2, int l3, float w3, long r3) {
+        acc = accumulate(acc, l0, w0, quadElement(r0, e, dtype));
+        acc = accumulate(acc, l1, w1, quadElement(r1, e, dtype));
+        acc = accumulate(acc, l2, w2, quadElement(r2, e, dtype));
+        return accumulate(acc, l3, w3, quadElement(r3, e, dtype));
+    }
+
+    /** Stores elements {@code i .. i+3} of {@code b}: one 8-byte store for 16-bit dtypes. */
+    static void storeQuad(Buf b, long i, int dtype, float v0, float v1, float v2, float v3) {
+        if (dtype == DTYPE_BF16) {
+            b.setLong(i >> 2, packQuad(Numerics.floatToBf16(v0), Numerics.floatToBf16(v1), Numerics.floatToBf16(v2),
+                    Numerics.floatToBf16(v3)));
+        } else if (dtype == DTYPE_FP16) {
+            b.setLong(i >> 2, packQuad(Numerics.floatToFp16(v0), Numerics.floatToFp16(v1), Numerics.floatToFp16(v2),
+                    Numerics.floatToFp16(v3)));
+        } else {
+            store(b, i, dtype, v0);
+            store(b, i + 1, dtype, v1);
+            store(b, i + 2, dtype, v2);
+            store(b, i + 3, dtype, v3);
+        }
+    }
+
+    static long packQuad(short s0, short s1, short s2, short s3) {
+        return (s0 & 0xffffL) | (s1 & 0xffffL) << 16 | (s2 & 0xffffL) << 32 | (s3 & 0xffffL) << 48;
     }
 
     /** {@code acc + w * v} for a routed pair, {@code acc} for a skipped one; separate multiply and add (no fma), as on the JVM. */
@@ -504,16 +593,48 @@ public final class MoeKernels {
     // where it would have to inline a private method of this class, and stays under the 8000
     // bytes HotSpot compiles (MoeKernelsTest.everyLibraryKernelHasALoopForm).
 
+    /** {@link #routeSlot}: the id routes elsewhere (another destination's block handles it). */
+    static final int SLOT_ELSEWHERE = 0;
+    /** {@link #routeSlot}: the id names one of this destination's experts for the first time in its token. */
+    static final int SLOT_HERE = 1;
+    /** {@link #routeSlot}: this block writes the slot's pairLocation as -1 (a repeat, or -1 / out of range at destination 0). */
+    static final int SLOT_DROPPED = 2;
+
     /**
-     * Whether slot {@code k} of a token (its ids from {@code ids[first]}) repeats an expert that
-     * an earlier slot in {@code localMask} names (the first naming of each of this destination's experts). Repeated
-     * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
-     * more than {@code Kd} pairs at one destination and no buffer is overrun.
+     * The route of slot {@code k} of token {@code t} (its ids from {@code ids[first]}) at the
+     * destination whose experts start at {@code firstExpert}. A repeat of an id an earlier slot
+     * names is dropped (docs/contract.md refuses repeated ids; the kernels skip them like -1, so a
+     * token never has more than {@code Kd} pairs at one destination and no buffer is overrun); ids
+     * outside {@code [0, E)} are dropped by destination 0. With {@code check}, a repeat and an id
+     * outside {@code [-1, E)} are reported.
      */
-    static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
+    static int routeSlot(KernelContext ctx, int[] ids, int first, int k, int t, int firstExpert, int expertsPerRank,
+                         int numExperts, boolean dropsOutOfRange, boolean check, Buf inputReport) {
+        int id = ids[first + k];
+        int local = id - firstExpert;
+        int route = SLOT_ELSEWHERE;
+        if (local >= 0 && local < expertsPerRank) {
+            route = SLOT_HERE;
+            if (namedBefore(ids, first, k, id)) {
+                route = SLOT_DROPPED;
+                if (check) {
+                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
+                }
+            }
+        } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+            route = SLOT_DROPPED;
+            if (check && id != -1) {
+                report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
+            }
+        }
+        return route;
+    }
+
+    /** Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}. */
+    static boolean namedBefore(int[] ids, int first, int k, int id) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
-            if ((localMask & (1L << j)) != 0 && ids[first + j] == id) {
+            if (ids[first + j] == id) {
                 seen = true;
             }
         }

@@ -92,7 +92,9 @@ class LibraryKernelsTest {
         assertTrue(k.ptx().contains("cvt.rn.f16.f32"), "fp16 output conversion");
         assertFalse(k.ptx().contains("cvt.rn.bf16.f32"), "no bf16 output path");
         assertFalse(k.ptx().contains("e4m3"), "no fp8 paths");
-        assertFalse(k.ptx().contains("ld.global.f32 %fS0_"), "no fp32 input path");
+        // float32 loads are the 8 weights only (no fp32 row path); the bf16 rows come in 8-byte quads
+        assertEquals(8, k.ptx().split("ld\\.global\\.f32", -1).length - 1, "no fp32 input path");
+        assertTrue(k.ptx().contains("ld.global.u64"), "quad loads of the bf16 rows");
         assertNotEquals(PtxCompiler.compileCached(generic), PtxCompiler.compileCached(special),
                 "the cache keeps one compiled kernel per set of constants");
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());

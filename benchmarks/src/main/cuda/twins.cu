@@ -71,32 +71,13 @@ __device__ __forceinline__ void stage_ids(const int* src, int count, int* ids, i
   for (; i < count; i += threads) ids[i] = src[i];
 }
 
-// Routes of a slot at this destination (MoeKernels.SLOT_*).
-constexpr int kSlotElsewhere = 0, kSlotHere = 1, kSlotDropped = 2;
-
-// Whether a slot before k of a token (ids: its staged ids) names id; repeats are skipped like -1
-// so a token never has more than Kd pairs here.
-__device__ __forceinline__ bool named_before(const int* ids, int k, int id) {
+// Whether slot k of a token (ids: its staged ids) repeats an expert that an earlier slot of
+// localMask names; repeats are skipped like -1 so a token never has more than Kd pairs here.
+__device__ __forceinline__ bool named_before(const int* ids, int k, int id, long long localMask) {
   bool seen = false;
   for (int j = 0; j < k; j++)
-    if (ids[j] == id) seen = true;
+    if ((localMask & (1LL << j)) != 0 && ids[j] == id) seen = true;
   return seen;
-}
-
-// Slot k of token t (ids: its staged ids) at the destination whose experts start at firstExpert.
-__device__ __forceinline__ int route_slot(const int* ids, int k, int t, int firstExpert, int expertsPerRank,
-                                          int numExperts, bool dropsOutOfRange, bool check, int* inputReport) {
-  const int id = ids[k], local = id - firstExpert;
-  if (local >= 0 && local < expertsPerRank) {
-    if (!named_before(ids, k, id)) return kSlotHere;
-    if (check) report_input(inputReport, kReportRepeatedId, t, k, id);
-    return kSlotDropped;
-  }
-  if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
-    if (check && id != -1) report_input(inputReport, kReportBadId, t, k, id);
-    return kSlotDropped;
-  }
-  return kSlotElsewhere;
 }
 
 // Token t's pair locations here: localMask's slots numbered from location in k order, -1 for dropMask's.
@@ -198,8 +179,6 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   __shared__ long long rowMask[kMaxThreads];
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
-  // Each staged id's route here, classified by one thread per id.
-  __shared__ int slotRoute[kPackIds];
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int y = blockIdx.y, blocksY = gridDim.y;
@@ -221,24 +200,29 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int n = min(chunkTokens, m - chunk);
     stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
     __syncthreads();
-    // One thread per (token, slot) classifies the chunk's ids side by side.
-    for (int item = tid; item < n * topK; item += threads) {
-      const int token = item / topK;
-      slotRoute[item] = route_slot(chunkIds + token * topK, item - token * topK, chunk + token, firstExpert,
-                                   expertsPerRank, numExperts, dest == 0, leader && checkIds != 0, inputReport);
-    }
-    __syncthreads();
     const int t = chunk + tid;
     // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
     long long localMask = 0, dropMask = 0;
+    int pairs = 0;
     if (tid < n) {
+      const int* ids = chunkIds + tid * topK;
       for (int k = 0; k < topK; k++) {
-        const int route = slotRoute[tid * topK + k];
-        if (route == kSlotHere) localMask |= 1LL << k;
-        else if (route == kSlotDropped) dropMask |= 1LL << k;
+        const int id = ids[k], local = id - firstExpert;
+        const long long bit = 1LL << k;
+        if (local >= 0 && local < expertsPerRank) {
+          if (named_before(ids, k, id, localMask)) {
+            dropMask |= bit;
+            if (checkIds != 0 && leader) report_input(inputReport, kReportRepeatedId, t, k, id);
+          } else {
+            localMask |= bit;
+            pairs++;
+          }
+        } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+          dropMask |= bit;
+          if (checkIds != 0 && leader && id != -1) report_input(inputReport, kReportBadId, t, k, id);
+        }
       }
     }
-    const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
     scanPairs[tid] = pairs;

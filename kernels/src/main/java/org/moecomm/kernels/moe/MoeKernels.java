@@ -127,8 +127,6 @@ public final class MoeKernels {
         // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
         // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
-        // Each id's route here (SLOT_*), classified by one thread per id.
-        int[] slotRoute = ctx.allocateIntLocalArray(PACK_IDS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
         int rowsBefore = 0;
@@ -138,30 +136,35 @@ public final class MoeKernels {
             int n = min(chunkTokens, m - chunk);
             stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
             ctx.localBarrier();
-            // One thread per (token, slot): a decode round's one token has its topK ids (and the
-            // repeat check among them) classified side by side, not one after the other by its thread.
-            for (int item = tid; item < n * topK; item += threads) {
-                int token = item / topK;
-                slotRoute[item] = routeSlot(ctx, chunkIds, token * topK, item - token * topK, chunk + token,
-                        firstExpert, expertsPerRank, numExperts, dest == 0, leader && checkIds != 0, inputReport);
-            }
-            ctx.localBarrier();
             int t = chunk + tid;
             // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
             // of dropMask for a slot whose pairLocation this block sets to -1 (checked ids reported).
             long localMask = 0;
             long dropMask = 0;
+            int pairs = 0;
             if (tid < n) {
                 for (int k = 0; k < topK; k++) {
-                    int route = slotRoute[tid * topK + k];
-                    if (route == SLOT_HERE) {
-                        localMask |= 1L << k;
-                    } else if (route == SLOT_DROPPED) {
-                        dropMask |= 1L << k;
+                    int id = chunkIds[tid * topK + k];
+                    int local = id - firstExpert;
+                    long bit = 1L << k;
+                    if (local >= 0 && local < expertsPerRank) {
+                        if (namedBefore(chunkIds, tid * topK, k, id, localMask)) {
+                            dropMask |= bit;
+                            if (checkIds != 0 && leader) {
+                                report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
+                            }
+                        } else {
+                            localMask |= bit;
+                            pairs++;
+                        }
+                    } else if (dest == 0 && (id < 0 || id >= numExperts)) {
+                        dropMask |= bit;
+                        if (checkIds != 0 && leader && id != -1) {
+                            report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
+                        }
                     }
                 }
             }
-            int pairs = Long.bitCount(localMask);
             int hasRow = pairs > 0 ? 1 : 0;
             scanRows[tid] = hasRow;
             scanPairs[tid] = pairs;
@@ -458,8 +461,8 @@ public final class MoeKernels {
      * step, ...} of the hidden dimension (elements {@code 4q .. 4q+3}; the caller's threads, or the
      * threads of several blocks, split them). A 16-bit row's quad is one 8-byte load per pair (an
      * fp8 row's one 4-byte load), four times the bytes of one element per load (element loads left
-     * the kernel at half the copy bandwidth); float32 rows are read per element. Each element is summed in increasing k, as
-     * the reference does.
+     * the kernel at half the copy bandwidth); float32 rows are read per element. Each element is
+     * summed in increasing k, as the reference does.
      */
     static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
                             int hidden, int topK, int yDtype, int outDtype) {
@@ -593,48 +596,16 @@ public final class MoeKernels {
     // where it would have to inline a private method of this class, and stays under the 8000
     // bytes HotSpot compiles (MoeKernelsTest.everyLibraryKernelHasALoopForm).
 
-    /** {@link #routeSlot}: the id routes elsewhere (another destination's block handles it). */
-    static final int SLOT_ELSEWHERE = 0;
-    /** {@link #routeSlot}: the id names one of this destination's experts for the first time in its token. */
-    static final int SLOT_HERE = 1;
-    /** {@link #routeSlot}: this block writes the slot's pairLocation as -1 (a repeat, or -1 / out of range at destination 0). */
-    static final int SLOT_DROPPED = 2;
-
     /**
-     * The route of slot {@code k} of token {@code t} (its ids from {@code ids[first]}) at the
-     * destination whose experts start at {@code firstExpert}. A repeat of an id an earlier slot
-     * names is dropped (docs/contract.md refuses repeated ids; the kernels skip them like -1, so a
-     * token never has more than {@code Kd} pairs at one destination and no buffer is overrun); ids
-     * outside {@code [0, E)} are dropped by destination 0. With {@code check}, a repeat and an id
-     * outside {@code [-1, E)} are reported.
+     * Whether slot {@code k} of a token (its ids from {@code ids[first]}) repeats an expert that
+     * an earlier slot in {@code localMask} names (the first naming of each of this destination's experts). Repeated
+     * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
+     * more than {@code Kd} pairs at one destination and no buffer is overrun.
      */
-    static int routeSlot(KernelContext ctx, int[] ids, int first, int k, int t, int firstExpert, int expertsPerRank,
-                         int numExperts, boolean dropsOutOfRange, boolean check, Buf inputReport) {
-        int id = ids[first + k];
-        int local = id - firstExpert;
-        int route = SLOT_ELSEWHERE;
-        if (local >= 0 && local < expertsPerRank) {
-            route = SLOT_HERE;
-            if (namedBefore(ids, first, k, id)) {
-                route = SLOT_DROPPED;
-                if (check) {
-                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
-                }
-            }
-        } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
-            route = SLOT_DROPPED;
-            if (check && id != -1) {
-                report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
-            }
-        }
-        return route;
-    }
-
-    /** Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}. */
-    static boolean namedBefore(int[] ids, int first, int k, int id) {
+    static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
-            if (ids[first + j] == id) {
+            if ((localMask & (1L << j)) != 0 && ids[first + j] == id) {
                 seen = true;
             }
         }

@@ -80,14 +80,17 @@ __device__ __forceinline__ bool named_before(const int* ids, int k, int id, long
   return seen;
 }
 
-// Token t's pair locations here: localMask's slots numbered from location in k order, -1 for dropMask's.
-__device__ __forceinline__ void write_pair_locations(int* pairLocation, int t, int topK, long long localMask,
-                                                     long long dropMask, int location) {
-  int* slots = pairLocation + long(t) * topK;
-  for (int k = 0; k < topK; k++) {
-    const long long bit = 1LL << k;
-    if ((localMask & bit) != 0) slots[k] = location++;
-    else if ((dropMask & bit) != 0) slots[k] = -1;
+// The chunk's pair locations here, one thread per (token, slot): local slots numbered from the
+// token's pair base in k order, -1 for dropped ones.
+__device__ __forceinline__ void write_pair_locations(int* pairLocation, int chunk, int n, int topK,
+                                                     const long long* tokenLocal, const long long* tokenDropped,
+                                                     const int* tokenPairBase, int firstLocation) {
+  for (int item = threadIdx.x; item < n * topK; item += blockDim.x) {
+    const int token = item / topK, k = item - token * topK;
+    const long long bit = 1LL << k, local = tokenLocal[token];
+    int* slot = pairLocation + long(chunk) * topK + item;
+    if ((local & bit) != 0) *slot = firstLocation + tokenPairBase[token] + __popcll(local & (bit - 1));
+    else if ((tokenDropped[token] & bit) != 0) *slot = -1;
   }
 }
 
@@ -144,12 +147,15 @@ __device__ __forceinline__ void copy_rows_to_send(const uint8_t* x, const int* x
   for (int r = lo + team; r < hi; r += teams) {
     const int t = rowToken[r];
     const long rowByte = (firstRow + r) * rowBytes;
+    // The lane's first scale loaded before the token's pieces: both in flight together.
+    const int* tokenScales = xScale + long(t) * scalesPerToken;
+    const int laneScale = lane < scalesPerToken ? tokenScales[lane] : 0;
     // Indexed in pieces and words as the Java kernel does (rowBytes is a multiple of 16).
     copy_pieces(reinterpret_cast<uint4*>(dispatchSend) + (rowByte >> 4),
                 reinterpret_cast<const uint4*>(x) + long(t) * pieces, pieces, lane, width);
     int* scales = reinterpret_cast<int*>(dispatchSend) + ((rowByte + scaleOffset) >> 2);
     for (int i = lane; i < scaleWords; i += width)
-      scales[i] = i < scalesPerToken ? xScale[long(t) * scalesPerToken + i] : 0;
+      scales[i] = i == lane ? laneScale : (i < scalesPerToken ? tokenScales[i] : 0);
     int* meta = reinterpret_cast<int*>(dispatchSend) + ((rowByte + metaOffset) >> 2);
     for (int i = lane; i < metaWords; i += width) {
       int value = 0;
@@ -177,6 +183,10 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   __shared__ int rowPairBase[kMaxThreads];
   __shared__ int rowPairs[kMaxThreads];
   __shared__ long long rowMask[kMaxThreads];
+  // Every token's routing, by token within the chunk, for the pair locations.
+  __shared__ long long tokenLocal[kMaxThreads];
+  __shared__ long long tokenDropped[kMaxThreads];
+  __shared__ int tokenPairBase[kMaxThreads];
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
 
@@ -242,7 +252,9 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
     const int chunkRows = scanRows[src + n - 1], chunkPairs = scanPairs[src + n - 1];
     if (tid < n) {
-      if (leader) write_pair_locations(pairLocation, t, topK, localMask, dropMask, dest * pairsPerRegion + pairBase);
+      tokenLocal[tid] = localMask;
+      tokenDropped[tid] = dropMask;
+      tokenPairBase[tid] = pairBase;
       if (hasRow) {
         rowToken[chunkRow] = t;
         rowPairBase[chunkRow] = pairBase;
@@ -251,6 +263,10 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
       }
     }
     __syncthreads();
+    if (leader) {
+      write_pair_locations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+                           dest * pairsPerRegion);
+    }
     if (serves) {
       // Block y's contiguous share of the chunk's rows.
       const int share = (chunkRows + blocksY - 1) / blocksY;

@@ -149,10 +149,14 @@ public final class AllToAllKernels {
         int[] shared = ctx.allocateIntLocalArray(1);
         if (ctx.localIdx() == 0) {
             Buf signal = signals.slice(8L * g, 8);
+            // read beside the wait's own load: when it already holds this round's value (the round
+            // in its high half; each value is written once) the count needs no second round trip
+            long early = signal.getLong(0);
             int rows = 0;
             if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, g * groupSize + rank % groupSize,
                     waitTag + g)) {
-                rows = (int) (signal.getLong(0) & 0xffffffffL);
+                long value = (early >>> 32) == round ? early : signal.getLong(0);
+                rows = (int) (value & 0xffffffffL);
             }
             shared[0] = rows;
         }
@@ -219,9 +223,11 @@ public final class AllToAllKernels {
                 boolean staged = false;
                 for (int i = 0; i < groupSize; i++) {
                     int s = g * groupSize + i;
-                    if (peerModes.getInt(s) == PEER_DIRECT) {
-                        MoeKernels.copyPieces(ctx.peerBuf(combineRecv, s), recvRow * pieces, expertY, row * pieces,
-                                pieces, lane, width);
+                    int mode = peerModes.getInt(s);
+                    Buf peerRecv = ctx.peerBuf(combineRecv, s); // beside the mode's load, as in dispatchSend
+                    if (mode == PEER_DIRECT) {
+                        MoeKernels.copyPieces(peerRecv, recvRow * pieces, expertY, row * pieces, pieces, lane,
+                                width);
                     } else if (!staged) {
                         MoeKernels.copyPieces(combineSend, (long) origin * pieces, expertY, row * pieces, pieces, lane,
                                 width);

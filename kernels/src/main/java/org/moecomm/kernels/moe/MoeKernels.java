@@ -124,6 +124,10 @@ public final class MoeKernels {
         int[] rowPairBase = ctx.allocateIntLocalArray(MAX_THREADS);
         int[] rowPairs = ctx.allocateIntLocalArray(MAX_THREADS);
         long[] rowMask = ctx.allocateLongLocalArray(MAX_THREADS);
+        // Every token's routing, by token within the chunk, for the pair locations.
+        long[] tokenLocal = ctx.allocateLongLocalArray(MAX_THREADS);
+        long[] tokenDropped = ctx.allocateLongLocalArray(MAX_THREADS);
+        int[] tokenPairBase = ctx.allocateIntLocalArray(MAX_THREADS);
         // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
         // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
@@ -192,9 +196,9 @@ public final class MoeKernels {
             int chunkPairs = scanPairs[src + n - 1];
 
             if (tid < n) {
-                if (leader) {
-                    writePairLocations(pairLocation, t, topK, localMask, dropMask, dest * pairsPerRegion + pairBase);
-                }
+                tokenLocal[tid] = localMask;
+                tokenDropped[tid] = dropMask;
+                tokenPairBase[tid] = pairBase;
                 if (hasRow == 1) {
                     rowToken[chunkRow] = t;
                     rowPairBase[chunkRow] = pairBase;
@@ -204,6 +208,10 @@ public final class MoeKernels {
             }
             ctx.localBarrier();
 
+            if (leader) {
+                writePairLocations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+                        dest * pairsPerRegion, tid, threads);
+            }
             if (copy != 0) {
                 // Block y's share of the chunk: rows [lo, hi), contiguous so that one put carries it.
                 int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
@@ -613,21 +621,25 @@ public final class MoeKernels {
     }
 
     /**
-     * Writes token t's pair locations for this destination, numbering the slots of
-     * {@code localMask} from {@code firstLocation} in k order, and -1 for those of
-     * {@code dropMask} (exactly one block writes each entry: the destination of an id in range,
-     * destination 0 for the others).
+     * Writes the pair locations of the chunk's {@code n} tokens (from token {@code chunk}) at this
+     * destination, one thread per (token, slot): slot k of a token with routing {@code local}
+     * (bits of {@code tokenLocal}) gets {@code firstLocation + pairBase + } the local slots before
+     * it, a slot of {@code tokenDropped} gets -1 (exactly one block writes each entry: the
+     * destination of an id in range, destination 0 for the others). A decode token's topK entries
+     * are written side by side, not one after the other by its thread.
      */
-    static void writePairLocations(Buf pairLocation, int t, int topK, long localMask, long dropMask,
-                                           int firstLocation) {
-        int location = firstLocation;
-        for (int k = 0; k < topK; k++) {
+    static void writePairLocations(Buf pairLocation, int chunk, int n, int topK, long[] tokenLocal,
+                                   long[] tokenDropped, int[] tokenPairBase, int firstLocation, int tid, int threads) {
+        for (int item = tid; item < n * topK; item += threads) {
+            int token = item / topK;
+            int k = item - token * topK;
             long bit = 1L << k;
-            if ((localMask & bit) != 0) {
-                pairLocation.setInt((long) t * topK + k, location);
-                location++;
-            } else if ((dropMask & bit) != 0) {
-                pairLocation.setInt((long) t * topK + k, -1);
+            long local = tokenLocal[token];
+            if ((local & bit) != 0) {
+                pairLocation.setInt((long) chunk * topK + item,
+                        firstLocation + tokenPairBase[token] + Long.bitCount(local & (bit - 1)));
+            } else if ((tokenDropped[token] & bit) != 0) {
+                pairLocation.setInt((long) chunk * topK + item, -1);
             }
         }
     }
@@ -658,12 +670,16 @@ public final class MoeKernels {
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
                 long srcPiece = (long) t * pieces;
+                long firstScale = (long) t * scalesPerToken;
+                // the lane's first scale is loaded before the token's pieces, so both are in flight
+                // together: a decode row costs one round trip to memory, not one more for its scales
+                int laneScale = lane < scalesPerToken ? xScale.getInt(firstScale + lane) : 0;
                 copyPieces(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
                 for (int i = lane; i < scaleWords; i += width) {
-                    int bits = 0;
-                    if (i < scalesPerToken) {
-                        bits = xScale.getInt((long) t * scalesPerToken + i);
+                    int bits = laneScale;
+                    if (i != lane) {
+                        bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
                     }
                     dispatchSend.setInt(scaleWord + i, bits);
                 }
@@ -708,11 +724,13 @@ public final class MoeKernels {
         long srcByte = srcRow * rowBytes;
         long srcPiece = srcByte >> 4;
         long dstPiece = dstRow * pieces;
-        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
         long srcWord = (srcByte + align16(xBytes)) >> 2;
         long dstWord = dstRow * scalesPerToken;
+        // the lane's first scale in flight with the token's pieces (one round trip for both)
+        int laneScale = lane < scalesPerToken ? dispatchRecv.getInt(srcWord + lane) : 0;
+        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
         for (int i = lane; i < scalesPerToken; i += width) {
-            expertXScale.setInt(dstWord + i, dispatchRecv.getInt(srcWord + i));
+            expertXScale.setInt(dstWord + i, i == lane ? laneScale : dispatchRecv.getInt(srcWord + i));
         }
     }
 

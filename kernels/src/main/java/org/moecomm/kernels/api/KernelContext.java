@@ -67,7 +67,13 @@ public interface KernelContext {
      */
     int atomicCas(Buf buf, long index, int expected, int update);
 
-    /** Orders this thread's global memory accesses before and after it for every observer ({@code fence.sc.gpu}). */
+    /**
+     * Orders this thread's global memory accesses before it (and what it observed of its block's
+     * through a {@link #localBarrier()} before it) before its later ones, for every thread of this
+     * device: a release-acquire fence ({@code fence.acq_rel.gpu}; on the JVM a full fence), what
+     * the "last block" pattern and other message passing need, like {@link #systemFence()} at
+     * device scope.
+     */
     void globalFence();
 
     /**

@@ -210,7 +210,7 @@ final class Intrinsics {
 
         // ---- KernelContext: synchronisation, shared memory, atomics ----
         def(CTX, "localBarrier", "()V", c -> c.f().op("bar.sync 0"));
-        def(CTX, "globalFence", "()V", c -> c.f().op("fence.sc.gpu"));
+        def(CTX, "globalFence", "()V", c -> c.f().op("fence.acq_rel.gpu"));
         def(CTX, "clock", "()J", c -> c.f().op("mov.u64 " + c.result() + ", %clock64"));
         defAlloc("allocateIntLocalArray", "(I)[I", Kind.INT_ARRAY);
         defAlloc("allocateFloatLocalArray", "(I)[F", Kind.FLOAT_ARRAY);

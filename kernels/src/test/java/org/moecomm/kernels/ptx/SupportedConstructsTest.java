@@ -341,7 +341,7 @@ class SupportedConstructsTest {
     @Test
     void contextIntrinsics() throws Exception {
         String p = ptx("context");
-        has(p, "%tid.x", "%ctaid.x", "%ctaid.y", "%ntid.x", "%nctaid.x", "%nctaid.y", "bar.sync 0;", "fence.sc.gpu;",
+        has(p, "%tid.x", "%ctaid.x", "%ctaid.y", "%ntid.x", "%nctaid.x", "%nctaid.y", "bar.sync 0;", "fence.acq_rel.gpu;",
                 "atom.shared.add.u32", "atom.global.add.u32", "atom.global.cas.b32",
                 ".shared .align 16 .b32 SupportedConstructsTest_context_smem0[256];",
                 ".shared .align 16 .f32 SupportedConstructsTest_context_smem1[64];",

@@ -233,7 +233,8 @@ final class ReportCommand implements Callable<Integer> {
                 .append(String.join(", ", sources.values().stream().distinct().map(p -> "`" + p.getFileName() + "`")
                         .toList()))
                 .append("; median us, slowest rank per round; launch plain: every call launched from the host,"
-                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart):\n\n"
+                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart; GB/s per"
+                        + " rank: BENCHMARKS.md's logical bytes over the whole operation's median, the world's over W):\n\n"
                         + "| preset | W | mode | tokens/rank | launch |");
         // one column per phase, named and ordered as Phases.KEYS
         for (String name : Phases.NAMES) {

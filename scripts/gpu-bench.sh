@@ -129,18 +129,24 @@ fi
 # Per-phase dispatch/combine benchmark (org.moecomm.bench.BenchCommand, `moecomm bench`):
 # W=4 NVSHMEM PEs as 4 processes on this GPU (under MPS when scripts/gpu-nvshmem-check.sh started
 # it; that script also exports MOECOMM_NVSHMEM_LIB and LD_LIBRARY_PATH), presets deepseek-v3 and
-# deepseek-v2-lite at 1, 8, 32, 128 tokens per rank, 200 warm-up + 100 timed rounds each (the
+# deepseek-v2-lite at 1, 8, 32, 128 (decode) and 512, 1024, 2048, 4096 (prefill) tokens per rank
+# (`--sweep all`, the GPU backend's default; PHASE_BENCH_ARGS="--sweep decode" for the decode sizes
+# alone), 200 warm-up + 100 timed rounds each (the
 # host's code must be compiled by the JIT before the small configurations measure the device
 # rather than the interpreter: with 20 warm-up rounds the first configuration's p90 was
 # milliseconds), CUDA events per phase, the first round of every configuration checked against
-# the reference.
+# the reference. Each rank process first measures the copy bandwidth, every rank copying 256 MiB
+# at once (the baseline of the device-memory columns). The symmetric heap of a rank process holds
+# the largest configuration (deepseek-v3 at M = 4096: 3.73 GiB per rank at W = 4, 7.45 GiB at W = 8).
 # Writes <results-dir>/<date>-<gpu>-gpu-phases.json (JSON lines, one per preset and tokens) and
 # phase-bench.log; the JSON file is also copied into $OUT (one more file comes back).
 # Skipped (status unchanged) when the NVSHMEM bridge was not built (MOECOMM_NVSHMEM_LIB unset and
 # MOECOMM_REQUIRE_NVSHMEM not 1).
 #   PHASE_BENCH=0            skip this step
 #   PHASE_BENCH_ARGS         more options, e.g. "--tokens 128 --rounds 200" (moecomm bench --help)
-#   PHASE_BENCH_TIMEOUT_S    limit for each world's sweep (default 240 s)
+#   PHASE_BENCH_TIMEOUT_S    limit for each world's sweep (default 900 s: the prefill sizes check and run
+#                            the host's experts on up to 4096 x 8 rows per rank)
+#   PHASE_LAUNCH_TIMEOUT_S   limit for each launch of the rank processes, one per preset (default 600 s)
 #   PHASE_WORLDS             the worlds swept, one file each (default "4 2")
 #   PHASE_WARMUP             untimed rounds per configuration (default 200)
 #   KERNEL_BENCH=0           skip the kernel benchmark
@@ -161,8 +167,8 @@ else
   for w in ${PHASE_WORLDS:-4 2}; do
     phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w --warmup ${PHASE_WARMUP:-200}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
     echo "== per-phase benchmark: $phase_recorded"
-    timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-240}" "$java" "${java_opts[@]}" -cp "$classpath" \
-      org.moecomm.bench.Main bench --backend gpu --world "$w" --launch-timeout 200 \
+    timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
+      org.moecomm.bench.Main bench --backend gpu --world "$w" --launch-timeout "${PHASE_LAUNCH_TIMEOUT_S:-600}" \
       --out "$results/$(date -u +%F)-${gpu_label:-gpu}-w$w-gpu-phases.json" \
       --commit "${commit:-unknown}" --command "$phase_recorded" "${phase_extra[@]}" \
       2>&1 | tee -a "$results/phase-bench.log"

@@ -20,10 +20,14 @@ import picocli.CommandLine.Spec;
  * The per-phase benchmark (BENCHMARKS.md): presets x tokens per rank x launch modes on W ranks,
  * warm-up then timed rounds, every configuration checked against the reference on its first
  * round; per phase (dispatch send/recv, combine send/recv, whole dispatch, whole combine) the
- * median and p90 of the slowest rank, the logical bytes and rates. The launch modes
+ * median and p90 of the slowest rank, the logical bytes and rates (all ranks and per rank), and
+ * the device memory the phase moves ({@link DeviceBytes}) against the copy bandwidth measured in
+ * the same run ({@link CopyBaseline}). The tokens per rank: {@code --tokens}, or a
+ * {@link TokenSweep} (decode and prefill sizes on the GPU backend, decode only on the CPU
+ * backend by default). The launch modes
  * ({@link LaunchMode}): plain (each call launched as it is made) and, on the GPU backend, graph
  * (each half captured into a CUDA graph and replayed; only the whole halves are timed, the
- * send/recv columns show "-"). Prints a table and writes JSON lines
+ * send/recv columns show "-"). Prints the tables ({@link BenchTables}) and writes JSON lines
  * ({@link PhaseJson}) to {@code <out-dir>/<date>-<gpu>-gpu-phases.json}. Exit status 0 when every
  * configuration was verified, 1 when a check failed or a run failed, 2 for bad options or a
  * backend that cannot run.
@@ -38,9 +42,15 @@ final class BenchCommand extends RunCommand {
             description = "Presets, of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     List<Preset> presets;
 
-    @Option(names = "--tokens", split = ",", defaultValue = "1,8,32,128",
-            description = "Tokens per rank (each also the handle's M) (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--tokens", split = ",", paramLabel = "M",
+            description = "Tokens per rank (each also the handle's M), instead of the --sweep sizes.")
     List<Integer> tokens;
+
+    @Option(names = "--sweep", paramLabel = "SIZES", converter = TokenSweepConverter.class,
+            description = "Tokens per rank to sweep without --tokens: decode (1,8,32,128), prefill (512,1024,2048,4096)"
+                    + " or all (both) (default: all on the GPU backend; decode on the CPU backend, which runs the kernels"
+                    + " on the JVM: its prefill sizes would take about half an hour).")
+    TokenSweep sweep;
 
     @Option(names = "--launch", split = ",", paramLabel = "MODE",
             description = "Launch modes: plain (every call launched from the host), graph (the dispatch calls and the"
@@ -91,7 +101,8 @@ final class BenchCommand extends RunCommand {
     /** Per preset, per tokens, per launch mode (so the modes of a configuration are adjacent rows). */
     @Override
     List<RunSpec> specs(BackendChoice.Backend backend) {
-        if (presets.isEmpty() || tokens.isEmpty()) {
+        List<Integer> sizes = tokens(backend);
+        if (presets.isEmpty() || sizes.isEmpty()) {
             throw new IllegalArgumentException("no configuration: give --presets and --tokens");
         }
         List<LaunchMode> modes = launchModes(backend);
@@ -101,13 +112,21 @@ final class BenchCommand extends RunCommand {
         }
         List<RunSpec> specs = new ArrayList<>();
         for (Preset p : presets) {
-            for (int m : tokens) {
+            for (int m : sizes) {
                 for (LaunchMode mode : modes) {
                     specs.add(new RunSpec(p.label(), m, world, group, skewed, seed, mode));
                 }
             }
         }
         return specs;
+    }
+
+    /** {@code --tokens}, else the {@code --sweep} sizes, else the backend's sweep ({@link TokenSweep#defaultFor}). */
+    List<Integer> tokens(BackendChoice.Backend backend) {
+        if (tokens != null && sweep != null) {
+            throw new IllegalArgumentException("--tokens and --sweep both choose the tokens per rank: give one of them");
+        }
+        return tokens != null ? tokens : (sweep != null ? sweep : TokenSweep.defaultFor(backend)).tokens();
     }
 
     /** {@code --launch}, else the backend's default: plain and graph on the GPU, plain on the CPU. */
@@ -129,15 +148,16 @@ final class BenchCommand extends RunCommand {
     @Override
     void started(BackendChoice.Choice choice, List<RunSpec> specs) {
         String modes = specs.stream().map(s -> s.launch().label()).distinct().collect(Collectors.joining(","));
-        out.printf(Locale.ROOT, "moecomm bench: backend=%s (%s); %d configurations, W=%d G=%d, launch=%s, %d warm-up"
-                + " + %d timed rounds each%n", label(choice), choice.reason(), specs.size(), world, group, modes, warmup,
-                rounds);
+        String sizes = specs.stream().map(s -> Integer.toString(s.tokens())).distinct().collect(Collectors.joining(","));
+        out.printf(Locale.ROOT, "moecomm bench: backend=%s (%s); %d configurations, W=%d G=%d, tokens=%s, launch=%s,"
+                + " %d warm-up + %d timed rounds each%n", label(choice), choice.reason(), specs.size(), world, group, sizes,
+                modes, warmup, rounds);
         out.flush();
     }
 
     @Override
     int report(BackendChoice.Choice choice, List<Measurement> results) throws IOException {
-        printTable(results);
+        BenchTables.print(out, results);
         String backendLabel = label(choice);
         LocalDate date = LocalDate.now(ZoneOffset.UTC);
         PhaseJson.Run run = new PhaseJson.Run(backendLabel, date, commit != null ? commit
@@ -154,44 +174,6 @@ final class BenchCommand extends RunCommand {
         }
         out.println("BENCH OK: every configuration verified against the reference (first round)");
         return 0;
-    }
-
-    private void printTable(List<Measurement> results) {
-        out.printf(Locale.ROOT, "%-17s %5s %6s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "preset", "m", "launch",
-                "dispatch send", "dispatch recv", "dispatch", "combine send", "combine recv", "combine",
-                "disp GB/s", "comb GB/s");
-        out.printf(Locale.ROOT, "%-17s %5s %6s | %21s %21s %21s | %21s %21s %21s | %9s %9s%n", "", "", "",
-                "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us", "median / p90 us",
-                "median / p90 us", "logical", "logical");
-        for (Measurement m : results) {
-            out.println(tableRow(m));
-        }
-        if (!results.isEmpty()) {
-            Measurement m = results.getFirst();
-            out.printf(Locale.ROOT, "(slowest rank per round; %s; %s)%n", m.mode(), m.device());
-            if (results.stream().anyMatch(r -> r.launch() == LaunchMode.GRAPH)) {
-                out.println("(graph: each half captured once into a CUDA graph and replayed per round; events around"
-                        + " the replay only, so send and recv are not timed apart: -)");
-            }
-        }
-    }
-
-    /** One row of the printed table; a phase without samples (graph replays' send/recv) shows "-". */
-    static String tableRow(Measurement m) {
-        StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-17s %5d %6s |", m.spec().preset(),
-                m.spec().tokens(), m.launch().label()));
-        for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.DISPATCH, Phases.COMBINE_SEND,
-                Phases.COMBINE_RECV, Phases.COMBINE}) {
-            PhaseTimes t = m.phase(p);
-            row.append(t.measured() ? String.format(Locale.ROOT, " %10.1f / %8.1f", t.medianMicros(), t.p90Micros())
-                    : String.format(Locale.ROOT, " %10s / %8s", "-", "-"));
-            if (p == Phases.DISPATCH) {
-                row.append(" |");
-            }
-        }
-        row.append(String.format(Locale.ROOT, " | %9.2f %9.2f%s", m.dispatchGBps(), m.combineGBps(),
-                m.verified() ? "" : "  MISMATCH"));
-        return row.toString();
     }
 
     /** {@code MOECOMM_COMMIT}, else the {@code commit:} line of the bundle's BUNDLE.txt, else "unknown". */
@@ -215,6 +197,17 @@ final class BenchCommand extends RunCommand {
             // fall through
         }
         return "unknown";
+    }
+
+    static final class TokenSweepConverter implements picocli.CommandLine.ITypeConverter<TokenSweep> {
+        @Override
+        public TokenSweep convert(String value) {
+            try {
+                return TokenSweep.byLabel(value);
+            } catch (IllegalArgumentException e) {
+                throw new picocli.CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
     }
 
     static final class RoundStartConverter implements picocli.CommandLine.ITypeConverter<RoundStart> {

@@ -12,6 +12,7 @@ import org.moecomm.core.Preset;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.cpu.CpuCluster;
+import org.moecomm.core.protocol.BufferLayout;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -66,7 +67,7 @@ public class CpuBackendBenchmark {
         public void setUp() {
             MoeConfig config = Preset.byLabel(preset).config(WORLD, 1, tokens).build();
             Workload workload = Workload.generate(config, 7, Workload.Options.defaults().tokens(tokens));
-            TrafficModel traffic = TrafficModel.of(workload, 0);
+            TrafficModel traffic = TrafficModel.of(workload, new BufferLayout(config));
             long roundBytes = traffic.logicalDispatchBytes() + traffic.logicalCombineBytes();
             copyArena = Arena.ofShared();
             copySrc = copyArena.allocate(roundBytes, 64).fill((byte) 1);

@@ -9,6 +9,7 @@ import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
@@ -22,9 +23,15 @@ import org.moecomm.core.protocol.BufferLayout;
  * The CPU backend: W ranks as threads of this JVM ({@link CpuCluster}), host clock
  * ({@code System.nanoTime}) around each phase, ranks aligned by a barrier before dispatch and
  * before combine. Plain launches only ({@link LaunchMode#PLAIN}). Rank 0 reports the rounds done
- * ({@link Progress}).
+ * ({@link Progress}). Before the configurations, the copy baseline of host memory
+ * ({@link #hostCopy}).
  */
 final class CpuRunner implements Runner {
+    /** Bytes each rank thread copies for the copy baseline: beyond the last-level cache, milliseconds per copy. */
+    static final long COPY_BYTES = 16L << 20;
+    static final int COPY_WARMUPS = 2;
+    static final int COPY_REPS = 10;
+
     private final PrintStream progress;
 
     /** With progress lines ({@link Progress}) on {@code progress}, none when null. */
@@ -35,25 +42,49 @@ final class CpuRunner implements Runner {
     @Override
     public List<Measurement> run(List<RunSpec> specs, RoundPlan plan) throws Exception {
         List<Measurement> out = new ArrayList<>();
+        CopyBaseline copy = hostCopy(specs.getFirst().world());
         for (RunSpec spec : specs) {
-            out.add(runOne(spec, plan, progress == null ? Progress.none()
+            out.add(runOne(spec, plan, copy, progress == null ? Progress.none()
                     : new Progress(progress, spec.toString(), plan.total(), Progress.INTERVAL)));
         }
         return out;
+    }
+
+    /**
+     * The copy baseline of the CPU backend ({@link CopyBaseline}): {@link #COPY_BYTES} of host
+     * memory copied by {@code MemorySegment.copy} on each of {@code world} rank threads at once,
+     * a barrier before each copy.
+     */
+    static CopyBaseline hostCopy(int world) {
+        CyclicBarrier align = new CyclicBarrier(world);
+        long[][] nanos = new long[world][];
+        try (RankWorkers workers = new RankWorkers(world)) {
+            workers.run(rank -> {
+                try {
+                    nanos[rank] = CopyBaseline.nanos(CopyBandwidth.onHost(COPY_BYTES, 0, COPY_WARMUPS, COPY_REPS,
+                            () -> await(align)));
+                } catch (RuntimeException | Error e) {
+                    align.reset(); // the other ranks stop waiting for this one
+                    throw e;
+                }
+            });
+        }
+        return CopyBaseline.of(CopyBandwidth.HOST_COPY, COPY_BYTES, Arrays.asList(nanos));
     }
 
     static String mode(int world) {
         return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock)", world);
     }
 
-    private static Measurement runOne(RunSpec spec, RoundPlan plan, Progress progress) throws Exception {
+    private static Measurement runOne(RunSpec spec, RoundPlan plan, CopyBaseline copy, Progress progress)
+            throws Exception {
         if (spec.launch() != LaunchMode.PLAIN) {
             throw new IllegalArgumentException(spec + ": the CPU backend has only plain launches");
         }
         MoeConfig config = spec.config();
         Workload workload = spec.workload();
         int world = spec.world();
-        TrafficModel traffic = TrafficModel.of(workload, new BufferLayout(config).rowBytes());
+        TrafficModel traffic = TrafficModel.of(workload, new BufferLayout(config));
         long[][][] samples = new long[world][Phases.COUNT][plan.rounds()];
         List<String> problems = new ArrayList<>();
         CyclicBarrier align = new CyclicBarrier(world);
@@ -112,8 +143,7 @@ final class CpuRunner implements Runner {
             });
             perRank.forEach(problems::addAll);
         }
-        return Measurement.of(spec, plan, traffic, Arrays.asList(samples), problems,
-                "cpu", mode(world));
+        return Measurement.of(spec, plan, traffic, Arrays.asList(samples), problems, "cpu", mode(world), copy);
     }
 
     private static void await(CyclicBarrier barrier) {

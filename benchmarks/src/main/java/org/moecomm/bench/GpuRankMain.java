@@ -2,9 +2,12 @@ package org.moecomm.bench;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
+import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaEvent;
 import org.moecomm.bridge.cuda.CudaStream;
@@ -15,16 +18,19 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.gpu.GpuEndpoint;
 import org.moecomm.core.gpu.HalfGraphs;
+import org.moecomm.core.gpu.SymmetricMemory;
 
 /**
  * One rank process of a GPU demo or benchmark run, started by {@link GpuRunner} through
  * {@link org.moecomm.core.launch.LocalLauncher}. Arguments: {@code RESULT_DIR PLAN SPEC...}
  * ({@link RoundPlan#encode()}, {@link RunSpec#encode()}).
  *
- * <p>Starts the GPU backend once with room for a handle of every distinct configuration (the
- * handles are made one after the other), then per spec: a handle, the rank's inputs uploaded
- * once, and {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also
+ * <p>Starts the GPU backend once with room for a handle of the largest configuration (the
+ * handles are made one after the other), measures the copy baseline with every rank
+ * ({@link CopyBaseline}), then per spec: a handle, the rank's inputs uploaded once, and
+ * {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also
  * drains the stream; with {@link RoundStart#DEVICE} it is only enqueued), CUDA events on the handle's stream around dispatch send and dispatch recv,
  * the experts on the host (untimed), another barrier, events around combine send and combine
  * recv; the checked rounds poison the outputs first and compare with the reference after.
@@ -39,6 +45,13 @@ import org.moecomm.core.gpu.HalfGraphs;
  * run goes on), an exception ends the process with a non-zero status.
  */
 public final class GpuRankMain {
+    /** Bytes each rank copies for the copy baseline: far beyond the L2 cache, a few hundred us per copy. */
+    static final long COPY_BYTES = 256L << 20;
+    /** The memset before each copy (the kernel benchmark's L2 flush, smaller: the copy itself is 256 MiB). */
+    static final long COPY_FLUSH_BYTES = 64L << 20;
+    static final int COPY_WARMUPS = 5;
+    static final int COPY_REPS = 30;
+
     private GpuRankMain() {
     }
 
@@ -54,12 +67,11 @@ public final class GpuRankMain {
             specs.add(RunSpec.decode(args[i]));
         }
         MoeConfig[] configs = specs.stream().map(RunSpec::config).toArray(MoeConfig[]::new);
-        // the launch modes of a configuration share its config, and only one handle lives at a time
-        try (GpuBackend gpu = GpuBackend.start(Arrays.stream(configs).distinct().toArray(MoeConfig[]::new))) {
+        try (GpuBackend gpu = GpuBackend.start(heapFor(configs))) {
             int rank = gpu.rank();
             Path file = RankSamples.file(dir, rank);
             Files.deleteIfExists(file);
-            RankSamples.append(file, List.of(RankSamples.deviceLine(gpu.context().deviceName())));
+            RankSamples.append(file, List.of(RankSamples.deviceLine(gpu.context().deviceName()), copyLine(gpu)));
             for (int i = 0; i < specs.size(); i++) {
                 RunSpec spec = specs.get(i);
                 long t0 = System.nanoTime();
@@ -71,6 +83,31 @@ public final class GpuRankMain {
                             problems.isEmpty() ? "" : ", CHECK FAILED");
                 }
             }
+        }
+    }
+
+    /**
+     * Room in the symmetric heap for the largest of {@code configs}: the handles are made one after
+     * the other, each closed (its symmetric buffers freed) before the next, so the heap need not
+     * hold them all (deepseek-v3 at W = 8 with every M up to 4096 would need 14.3 GiB per rank, the
+     * largest alone 7.45 GiB).
+     */
+    static GpuBackend.Options heapFor(MoeConfig... configs) {
+        MoeConfig largest = Arrays.stream(configs).max(Comparator.comparingLong(c -> SymmetricMemory.of(c).total()))
+                .orElseThrow(() -> new IllegalArgumentException("no configuration"));
+        return GpuBackend.Options.forConfigs(largest);
+    }
+
+    /**
+     * The copy baseline ({@link CopyBaseline}) of this rank: {@link #COPY_BYTES} copied
+     * {@link #COPY_REPS} times, every rank at once (a barrier of an endpoint of its own before
+     * each copy, closed again before the sweep).
+     */
+    private static String copyLine(GpuBackend gpu) {
+        try (GpuEndpoint endpoint = gpu.openEndpoint(Duration.ofMinutes(1))) {
+            double[] ms = CopyBandwidth.onGpu(gpu.context(), COPY_BYTES, COPY_FLUSH_BYTES, COPY_WARMUPS, COPY_REPS,
+                    endpoint.transport()::barrier);
+            return RankSamples.copyLine(CopyBandwidth.GPU_COPY, COPY_BYTES, ms);
         }
     }
 

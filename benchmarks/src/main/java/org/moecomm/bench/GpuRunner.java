@@ -22,7 +22,8 @@ import org.moecomm.core.protocol.BufferLayout;
  * this JVM's {@code java} and class path, all on one GPU (NVSHMEM PEs sharing it, under MPS when
  * its daemon runs). One launch per preset, with a handle for each of that preset's token counts
  * inside it; the ranks' samples come back as files ({@link RankSamples}) and are combined here
- * (per round, the slowest rank).
+ * (per round, the slowest rank), and so are the copy times every rank process measured before its
+ * configurations (per copy the slowest rank: each launch's {@link CopyBaseline}).
  */
 final class GpuRunner implements Runner {
     /** Where NVIDIA's MPS control daemon keeps its pipes unless {@code CUDA_MPS_PIPE_DIRECTORY} says otherwise. */
@@ -125,6 +126,7 @@ final class GpuRunner implements Runner {
     static List<Measurement> collect(List<RunSpec> specs, RoundPlan plan, List<RankSamples> ranks, String mode) {
         List<Measurement> out = new ArrayList<>();
         String device = ranks.getFirst().device();
+        CopyBaseline copy = copyBaseline(ranks);
         for (int i = 0; i < specs.size(); i++) {
             RunSpec spec = specs.get(i);
             List<long[][]> perRank = new ArrayList<>();
@@ -139,10 +141,25 @@ final class GpuRunner implements Runner {
                 problems.addAll(s.problems(i));
             }
             Workload w = spec.workload();
-            TrafficModel traffic = TrafficModel.of(w, new BufferLayout(spec.config()).rowBytes());
-            out.add(Measurement.of(spec, plan, traffic, perRank, problems, device, mode));
+            TrafficModel traffic = TrafficModel.of(w, new BufferLayout(spec.config()));
+            out.add(Measurement.of(spec, plan, traffic, perRank, problems, device, mode, copy));
         }
         return out;
+    }
+
+    /** The launch's copy baseline from every rank's copy times; null when some rank measured none. */
+    static CopyBaseline copyBaseline(List<RankSamples> ranks) {
+        RankSamples first = ranks.getFirst();
+        if (ranks.stream().anyMatch(r -> r.copy() == null)) {
+            return null;
+        }
+        for (RankSamples r : ranks) {
+            if (!r.copy().equals(first.copy()) || r.copyBytes() != first.copyBytes()) {
+                throw new IllegalStateException("the ranks measured different copies: " + first.copy() + " of "
+                        + first.copyBytes() + " bytes and " + r.copy() + " of " + r.copyBytes());
+            }
+        }
+        return CopyBaseline.of(first.copy(), first.copyBytes(), ranks.stream().map(RankSamples::copyNanos).toList());
     }
 
     /** Deletes {@code dir} and everything in it; what cannot be deleted stays (a temporary folder). */

@@ -2,7 +2,6 @@ package org.moecomm.bench;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * How a benchmark round enqueues the handle's calls on the GPU: {@link #PLAIN}, each call
@@ -12,7 +11,7 @@ import java.util.Locale;
  * mode only whole halves (dispatch, combine) are timed: no event lies between a half's send and
  * its recv.
  */
-enum LaunchMode {
+enum LaunchMode implements Labelled {
     PLAIN("plain"),
     GRAPH("graph");
 
@@ -23,7 +22,8 @@ enum LaunchMode {
     }
 
     /** The word of the command line, the JSON field {@code launch} and the tables. */
-    String label() {
+    @Override
+    public String label() {
         return label;
     }
 
@@ -34,16 +34,7 @@ enum LaunchMode {
 
     /** The mode named {@code s} (case-insensitive); a missing or blank one is {@link #PLAIN} (older results). */
     static LaunchMode byLabel(String s) {
-        if (s == null || s.isBlank()) {
-            return PLAIN;
-        }
-        String v = s.strip().toLowerCase(Locale.ROOT);
-        for (LaunchMode m : values()) {
-            if (m.label.equals(v)) {
-                return m;
-            }
-        }
-        throw new IllegalArgumentException("unknown launch mode '" + s + "' (plain, graph)");
+        return s == null || s.isBlank() ? PLAIN : Labelled.byLabel(LaunchMode.class, s, "launch mode");
     }
 
     /** The named modes, each once, in the given order. */

@@ -6,10 +6,11 @@ import java.util.List;
 /**
  * What one configuration gave: per phase ({@link Phases} order) the per-round samples of the
  * slowest rank, and rank 0's own samples (what pplx-kernels' benchmark reports), the problems the reference checks found (empty: verified), the bytes moved, and
- * where it ran ({@code device}: the GPU's name, or "cpu"; {@code mode}: how the ranks ran).
+ * where it ran ({@code device}: the GPU's name, or "cpu"; {@code mode}: how the ranks ran), and
+ * the copy bandwidth measured in the same run on that device ({@code copy}; null when not measured).
  */
 record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<PhaseTimes> phases,
-                   List<PhaseTimes> rankZero, List<String> problems, String device, String mode) {
+                   List<PhaseTimes> rankZero, List<String> problems, String device, String mode, CopyBaseline copy) {
     Measurement {
         if (phases.size() != Phases.COUNT || rankZero.size() != Phases.COUNT) {
             throw new IllegalArgumentException(Phases.COUNT + " phases needed, got " + phases.size() + " and "
@@ -35,9 +36,9 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
 
     /** A measurement whose phases come from {@code perRank[rank][phase][round]} nanoseconds: the slowest rank's and rank 0's. */
     static Measurement of(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<long[][]> perRank,
-                          List<String> problems, String device, String mode) {
+                          List<String> problems, String device, String mode, CopyBaseline copy) {
         return new Measurement(spec, plan, traffic, slowest(perRank, plan.rounds()),
-                slowest(perRank.subList(0, 1), plan.rounds()), problems, device, mode);
+                slowest(perRank.subList(0, 1), plan.rounds()), problems, device, mode, copy);
     }
 
     /**
@@ -86,5 +87,24 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
 
     double combineGBps() {
         return gbps(traffic.logicalCombineBytes(), Phases.COMBINE);
+    }
+
+    /** {@link #dispatchGBps()} per rank: the world's logical bytes shared by its W ranks. */
+    double dispatchGBpsPerRank() {
+        return dispatchGBps() / spec.world();
+    }
+
+    double combineGBpsPerRank() {
+        return combineGBps() / spec.world();
+    }
+
+    /** GB/s of {@code phase}'s device bytes ({@link DeviceBytes}) in its median; NaN when not measured. */
+    double deviceGBps(int phase) {
+        return gbps(traffic.device().of(phase), phase);
+    }
+
+    /** {@link #deviceGBps} as a fraction of the copy bandwidth of the same run; NaN without either. */
+    double copyShare(int phase) {
+        return copy == null ? Double.NaN : deviceGBps(phase) / copy.gbps();
     }
 }

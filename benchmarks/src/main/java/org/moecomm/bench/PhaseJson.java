@@ -23,8 +23,15 @@ import org.moecomm.core.protocol.BufferLayout;
  * rank0CombineP90Us} (what pplx-kernels' benchmark reports) and {@code start}, how the ranks were
  * brought together before each half ({@link RoundStart}: "host" unless asked), and the memory a
  * handle of the configuration holds per rank ({@code symmetricBytesPerRank, localBytesPerRank}).
+ * The logical rates per rank, {@code dispatchGBpsPerRank, combineGBpsPerRank} (the world's rates
+ * over W). Per phase the device memory it moves ({@link DeviceBytes}, described by
+ * {@code deviceBytesModel}): {@code <phase>DeviceBytes}, {@code <phase>DeviceGBps} (those bytes
+ * over the phase's median) and {@code <phase>CopyPercent} (that rate as a percentage of
+ * {@code copyGBps}); the copy baseline of the same run ({@link CopyBaseline}: {@code copyGBps,
+ * copyMedianUs, copyBytes} per rank, {@code copyMethod}; null where none was measured).
  * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
- * none and are plain ({@link #launch(JsonNode)}).
+ * none and are plain ({@link #launch(JsonNode)}); lines written before the device bytes lack
+ * those fields and the per-rank rates.
  */
 final class PhaseJson {
     static final String TIMING_GPU = "CUDA events on each rank's stream; per round the slowest rank;"
@@ -89,6 +96,25 @@ final class PhaseJson {
         o.put("combineWireBytes", tr.wireCombineBytes());
         number(o, "dispatchGBps", m.dispatchGBps());
         number(o, "combineGBps", m.combineGBps());
+        number(o, "dispatchGBpsPerRank", m.dispatchGBpsPerRank());
+        number(o, "combineGBpsPerRank", m.combineGBpsPerRank());
+        o.put("deviceBytesModel", DeviceBytes.MODEL);
+        for (int p = 0; p < Phases.COUNT; p++) {
+            String key = Phases.KEYS.get(p);
+            o.put(key + "DeviceBytes", tr.device().of(p));
+            number(o, key + "DeviceGBps", m.deviceGBps(p));
+            number(o, key + "CopyPercent", 100 * m.copyShare(p));
+        }
+        CopyBaseline copy = m.copy();
+        number(o, "copyGBps", copy == null ? Double.NaN : copy.gbps());
+        number(o, "copyMedianUs", copy == null ? Double.NaN : copy.medianMicros());
+        if (copy == null) {
+            o.putNull("copyBytes");
+            o.putNull("copyMethod");
+        } else {
+            o.put("copyBytes", copy.bytesPerRank());
+            o.put("copyMethod", copy.method());
+        }
         if (!m.verified()) {
             o.put("problems", String.join("\n", m.problems().subList(0, Math.min(20, m.problems().size()))));
         }

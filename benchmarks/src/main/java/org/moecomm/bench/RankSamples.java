@@ -16,6 +16,8 @@ import java.util.stream.Collectors;
  * ({@code rank-<r>.tsv} in the run's folder), tab-separated lines:
  * <pre>
  * device  NAME
+ * copy    COPY  BYTES  N1,N2,...         (nanoseconds of each timed copy of the copy baseline,
+ *                                         {@link CopyBaseline}; at most one, before the specs)
  * spec    I  preset:tokens:world:group:uniform|skewed:seed:plain|graph
  * problem I  TEXT                        (one per line of a failed check)
  * phase   I  P  N1,N2,...                (nanoseconds per timed round, phase P of {@link Phases};
@@ -26,6 +28,9 @@ import java.util.stream.Collectors;
  */
 final class RankSamples {
     private String device = "unknown";
+    private String copy;
+    private long copyBytes;
+    private long[] copyNanos;
     private final Map<Integer, RunSpec> specs = new LinkedHashMap<>();
     private final Map<Integer, List<String>> problems = new LinkedHashMap<>();
     private final Map<Integer, long[][]> phases = new LinkedHashMap<>();
@@ -41,6 +46,11 @@ final class RankSamples {
         return "device\t" + oneLine(name);
     }
 
+    /** The copy baseline's line: {@code copy} (its name) of {@code bytes}, each timed copy in milliseconds. */
+    static String copyLine(String copy, long bytes, double[] millis) {
+        return "copy\t" + oneLine(copy) + "\t" + bytes + "\t" + joined(CopyBaseline.nanos(millis));
+    }
+
     /** The lines of configuration {@code index}: spec, problems, samples {@code [phase][round]}, done. */
     static List<String> lines(int index, RunSpec spec, List<String> problems, long[][] samples) {
         List<String> out = new ArrayList<>();
@@ -51,8 +61,7 @@ final class RankSamples {
             }
         }
         for (int p = 0; p < samples.length; p++) {
-            out.add("phase\t" + index + "\t" + p + "\t"
-                    + Arrays.stream(samples[p]).mapToObj(Long::toString).collect(Collectors.joining(",")));
+            out.add("phase\t" + index + "\t" + p + "\t" + joined(samples[p]));
         }
         out.add("done\t" + index);
         return out;
@@ -61,6 +70,14 @@ final class RankSamples {
     static void append(Path file, List<String> lines) throws IOException {
         Files.write(file, lines, StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE,
                 java.nio.file.StandardOpenOption.APPEND);
+    }
+
+    private static String joined(long[] values) {
+        return Arrays.stream(values).mapToObj(Long::toString).collect(Collectors.joining(","));
+    }
+
+    private static long[] parsed(String values) {
+        return values.isEmpty() ? new long[0] : Arrays.stream(values.split(",")).mapToLong(Long::parseLong).toArray();
     }
 
     private static String oneLine(String s) {
@@ -84,14 +101,17 @@ final class RankSamples {
             try {
                 switch (f[0]) {
                     case "device" -> r.device = f[1];
+                    case "copy" -> {
+                        r.copy = f[1];
+                        r.copyBytes = Long.parseLong(f[2]);
+                        r.copyNanos = parsed(f[3]);
+                    }
                     case "spec" -> r.specs.put(Integer.parseInt(f[1]), RunSpec.decode(f[2]));
                     case "problem" -> r.problems.computeIfAbsent(Integer.parseInt(f[1]), k -> new ArrayList<>()).add(f[2]);
                     case "phase" -> {
                         int i = Integer.parseInt(f[1]);
                         int p = Integer.parseInt(f[2]);
-                        long[] v = f[3].isEmpty() ? new long[0]
-                                : Arrays.stream(f[3].split(",")).mapToLong(Long::parseLong).toArray();
-                        r.phases.computeIfAbsent(i, k -> new long[Phases.COUNT][])[p] = v;
+                        r.phases.computeIfAbsent(i, k -> new long[Phases.COUNT][])[p] = parsed(f[3]);
                     }
                     case "done" -> r.done.add(Integer.parseInt(f[1]));
                     default -> throw new IllegalArgumentException("unknown record '" + f[0] + "'");
@@ -105,6 +125,20 @@ final class RankSamples {
 
     String device() {
         return device;
+    }
+
+    /** The name of the rank's baseline copy; null when the rank measured none. */
+    String copy() {
+        return copy;
+    }
+
+    long copyBytes() {
+        return copyBytes;
+    }
+
+    /** Nanoseconds of each timed copy; null when the rank measured none. */
+    long[] copyNanos() {
+        return copyNanos;
     }
 
     RunSpec spec(int index) {

@@ -75,6 +75,7 @@ final class ReportCommand implements Callable<Integer> {
         List<Path> phases = all("gpu-phases.json");
         if (!phases.isEmpty()) {
             table.append(phaseTable(phases));
+            table.append(deviceTable(phases));
         }
         table.append(MemoryTable.markdown());
         table.append(chartSection(jmh, kernels, phases));
@@ -98,11 +99,7 @@ final class ReportCommand implements Callable<Integer> {
      * them.
      */
     private String chartSection(Path jmh, Path kernels, List<Path> phases) throws IOException {
-        Map<Integer, List<JsonNode>> perWorld = new TreeMap<>();
-        for (Map.Entry<Integer, Path> e : newestPerWorld(phases).entrySet()) {
-            perWorld.put(e.getKey(), jsonLines(e.getValue()).stream().filter(r -> r.path("world").asInt() == e.getKey())
-                    .toList());
-        }
+        Map<Integer, List<JsonNode>> perWorld = linesPerWorld(newestPerWorld(phases));
         List<JsonNode> kernelLines = kernels == null ? List.of()
                 : jsonLines(kernels).stream().filter(r -> r.has("kernel")).toList();
         Path referenceFile = newestIn(results.resolve("reference"), ".json");
@@ -236,29 +233,89 @@ final class ReportCommand implements Callable<Integer> {
                 .append(String.join(", ", sources.values().stream().distinct().map(p -> "`" + p.getFileName() + "`")
                         .toList()))
                 .append("; median us, slowest rank per round; launch plain: every call launched from the host,"
-                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart):\n\n"
+                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart; GB/s per"
+                        + " rank: BENCHMARKS.md's logical bytes over the whole operation's median, the world's over W):\n\n"
                         + "| preset | W | mode | tokens/rank | launch |");
         // one column per phase, named and ordered as Phases.KEYS
         for (String name : Phases.NAMES) {
             s.append(' ').append(name).append(" |");
         }
-        s.append(" verified |\n|---|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
-        for (Map.Entry<Integer, Path> e : sources.entrySet()) {
-            for (JsonNode r : jsonLines(e.getValue())) {
-                if (r.path("world").asInt() != e.getKey()) {
-                    continue;
-                }
-                s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d | %s |", r.path("preset").asText(),
-                        r.path("world").asInt(), r.path("mode").asText(), r.path("tokens").asInt(),
-                        PhaseJson.launch(r).label()));
-                for (String key : Phases.KEYS) {
-                    JsonNode v = r.get(key + "MedianUs");
-                    s.append(v == null || v.isNull() ? " - |" : String.format(Locale.ROOT, " %.1f |", v.asDouble()));
-                }
-                s.append(' ').append(r.path("verified").asText()).append(" |\n");
+        s.append(" dispatch GB/s per rank | combine GB/s per rank | verified |\n|---|---|---|---|---|")
+                .append("---|".repeat(Phases.KEYS.size())).append("---|---|---|\n");
+        for (JsonNode r : allLines(sources)) {
+            s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d | %s |", r.path("preset").asText(),
+                    r.path("world").asInt(), r.path("mode").asText(), r.path("tokens").asInt(),
+                    PhaseJson.launch(r).label()));
+            for (String key : Phases.KEYS) {
+                s.append(' ').append(number(r, key + "MedianUs", "%.1f")).append(" |");
             }
+            s.append(' ').append(figure(r, "dispatchGBpsPerRank")).append(" | ")
+                    .append(figure(r, "combineGBpsPerRank")).append(" | ")
+                    .append(r.path("verified").asText()).append(" |\n");
         }
         return s.toString();
+    }
+
+    /**
+     * The device memory per phase of the lines {@link #phaseTable} shows that carry it (files
+     * written before it was recorded have none: then one sentence says so): per phase the bytes
+     * the phase's kernels read and write (all ranks), their GB/s in the phase's median and its
+     * share of the copy bandwidth measured in the same run; "-" where there is no number.
+     */
+    String deviceTable(List<Path> files) throws IOException {
+        List<JsonNode> lines = allLines(newestPerWorld(files)).stream()
+                .filter(r -> r.has(Phases.KEYS.getFirst() + "DeviceBytes")).toList();
+        if (lines.isEmpty()) {
+            return "\nDevice memory per phase: not recorded in these results files (written before `moecomm bench`"
+                    + " recorded the device bytes; docs/benchmarks.md).\n";
+        }
+        StringBuilder s = new StringBuilder("\nDevice memory per phase on the GPU backend (same files): bytes read +"
+                + " written by the phase's kernels, all ranks (`deviceBytesModel`, docs/benchmarks.md), their GB/s in"
+                + " the phase's median, and that rate's share of the copy bandwidth measured in the same run"
+                + " (`copyMethod`):\n\n| preset | W | tokens/rank | launch |");
+        for (String name : Phases.NAMES) {
+            s.append(' ').append(name).append(" |");
+        }
+        s.append(" copy GB/s |\n|---|---|---|---|").append("---|".repeat(Phases.KEYS.size())).append("---|\n");
+        for (JsonNode r : lines) {
+            s.append(String.format(Locale.ROOT, "| %s | %d | %d | %s |", r.path("preset").asText(),
+                    r.path("world").asInt(), r.path("tokens").asInt(), PhaseJson.launch(r).label()));
+            for (String key : Phases.KEYS) {
+                String share = figure(r, key + "CopyPercent");
+                s.append(String.format(Locale.ROOT, " %.2f MiB, %s GB/s (%s) |",
+                        r.path(key + "DeviceBytes").asLong() / (1024.0 * 1024.0), figure(r, key + "DeviceGBps"),
+                        share.equals("-") ? share : share + "%"));
+            }
+            s.append(' ').append(figure(r, "copyGBps")).append(" |\n");
+        }
+        return s.toString();
+    }
+
+    /** {@code format} of the number {@code key} of {@code line}; "-" when it has none (older files, phases not timed). */
+    static String number(JsonNode line, String key, String format) {
+        JsonNode v = line.get(key);
+        return v == null || v.isNull() ? "-" : String.format(Locale.ROOT, format, v.asDouble());
+    }
+
+    /** The number {@code key} of {@code line} as {@link BenchTables#figure}; "-" when it has none. */
+    static String figure(JsonNode line, String key) {
+        JsonNode v = line.get(key);
+        return BenchTables.figure(v == null || v.isNull() ? Double.NaN : v.asDouble());
+    }
+
+    /** Per world size (ascending), its lines from its file ({@link #newestPerWorld}), in the file's order. */
+    private Map<Integer, List<JsonNode>> linesPerWorld(Map<Integer, Path> sources) throws IOException {
+        Map<Integer, List<JsonNode>> out = new TreeMap<>();
+        for (Map.Entry<Integer, Path> e : sources.entrySet()) {
+            out.put(e.getKey(), jsonLines(e.getValue()).stream().filter(r -> r.path("world").asInt() == e.getKey())
+                    .toList());
+        }
+        return out;
+    }
+
+    /** {@link #linesPerWorld} as one list. */
+    private List<JsonNode> allLines(Map<Integer, Path> sources) throws IOException {
+        return linesPerWorld(sources).values().stream().flatMap(List::stream).toList();
     }
 
     /** Per world size (ascending), the newest of {@code files} (by name) with lines of that size. */

@@ -27,8 +27,9 @@ import org.jfree.data.xy.XYSeriesCollection;
 /**
  * The PNG charts of the results (JFreeChart, drawn without a display): per world size, dispatch
  * and combine latency against tokens per rank, ours (plain launches and graph replay) against
- * the reference library's figures; the kernels' GB/s against the device's copy bandwidth; the
- * CPU backend's JMH means.
+ * the reference library's figures, and the device memory GB/s of each half against the copy
+ * bandwidth of the same run; the kernels' GB/s against the device's copy bandwidth; the CPU
+ * backend's JMH means.
  */
 final class ResultCharts {
     static final int WIDTH = 900;
@@ -69,14 +70,7 @@ final class ResultCharts {
                 "%s, W = %d on one GPU: median latency per half", PRESET, world), "tokens per rank", "us", data,
                 PlotOrientation.VERTICAL, true, false, false);
         XYPlot plot = chart.getXYPlot();
-        LogAxis tokens = new LogAxis("tokens per rank");
-        tokens.setBase(2);
-        tokens.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
-        tokens.setNumberFormatOverride(new DecimalFormat("0"));
-        plot.setDomainAxis(tokens);
-        LogAxis micros = new LogAxis("median us (log scale)");
-        micros.setNumberFormatOverride(new DecimalFormat("0"));
-        plot.setRangeAxis(micros);
+        logAxes(plot, "median us (log scale)");
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
         for (int i = 0; i < data.getSeriesCount(); i++) {
             String key = data.getSeriesKey(i).toString();
@@ -86,6 +80,64 @@ final class ResultCharts {
         }
         plot.setRenderer(renderer);
         return write(chart, dir.resolve("phase-latency-w" + world + ".png"));
+    }
+
+    /**
+     * {@code phase-bandwidth-w<W>.png}: the device GB/s of each half (plain launches) of the preset
+     * against tokens per rank, with the copy bandwidth measured in the same runs; null when no line
+     * of W carries the device fields (files written before them).
+     */
+    static Path phaseBandwidth(Path dir, int world, List<JsonNode> ours) throws IOException {
+        List<JsonNode> lines = ours.stream().filter(r -> r.path("world").asInt() == world
+                && PRESET.equals(r.path("preset").asText()) && PhaseJson.launch(r) == LaunchMode.PLAIN).toList();
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (int p = 0; p < Phases.COUNT; p++) {
+            XYSeries s = series(Phases.NAMES.get(p), lines, Phases.KEYS.get(p) + "DeviceGBps");
+            if (Phases.isSendOrRecv(p) && !s.isEmpty()) {
+                data.addSeries(s);
+            }
+        }
+        if (data.getSeriesCount() == 0) {
+            return null;
+        }
+        XYSeries copy = series("copy bandwidth (same run)", lines, "copyGBps");
+        if (!copy.isEmpty()) {
+            data.addSeries(copy);
+        }
+        JFreeChart chart = ChartFactory.createXYLineChart(String.format(Locale.ROOT,
+                "%s, W = %d on one GPU: device memory GB/s per half (plain launches)", PRESET, world),
+                "tokens per rank", "GB/s", data, PlotOrientation.VERTICAL, true, false, false);
+        XYPlot plot = chart.getXYPlot();
+        logAxes(plot, "GB/s read + written, all ranks (log scale)");
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        for (int i = 0; i < data.getSeriesCount(); i++) {
+            if (data.getSeries(i) == copy) {
+                renderer.setSeriesPaint(i, Color.DARK_GRAY);
+                renderer.setSeriesStroke(i, new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 1f,
+                        new float[] {6f, 4f}, 0f));
+            }
+        }
+        plot.setRenderer(renderer);
+        return write(chart, dir.resolve("phase-bandwidth-w" + world + ".png"));
+    }
+
+    /** Field {@code key} against tokens per rank, of the lines that have it. */
+    private static XYSeries series(String name, List<JsonNode> lines, String key) {
+        XYSeries s = new XYSeries(name);
+        lines.stream().filter(r -> r.hasNonNull(key)).forEach(r -> s.add(r.path("tokens").asInt(), r.get(key).asDouble()));
+        return s;
+    }
+
+    /** Tokens per rank (log 2) across, {@code range} (log 10) up: the axes of the per-phase charts. */
+    private static void logAxes(XYPlot plot, String range) {
+        LogAxis tokens = new LogAxis("tokens per rank");
+        tokens.setBase(2);
+        tokens.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
+        tokens.setNumberFormatOverride(new DecimalFormat("0"));
+        plot.setDomainAxis(tokens);
+        LogAxis values = new LogAxis(range);
+        values.setNumberFormatOverride(new DecimalFormat("0"));
+        plot.setRangeAxis(values);
     }
 
     /** {@code kernel-bandwidth.png}: each kernel's GB/s (Java-compiled, CUDA C++ twin) and the copy bandwidth. */
@@ -127,6 +179,10 @@ final class ResultCharts {
         List<Path> written = new ArrayList<>();
         for (Map.Entry<Integer, List<JsonNode>> e : phasesPerWorld.entrySet()) {
             written.add(phaseLatency(dir, e.getKey(), e.getValue(), reference, referenceName));
+            Path bandwidth = phaseBandwidth(dir, e.getKey(), e.getValue());
+            if (bandwidth != null) {
+                written.add(bandwidth);
+            }
         }
         if (!kernels.isEmpty()) {
             written.add(kernelBandwidth(dir, kernels));

@@ -1,7 +1,5 @@
 package org.moecomm.bench;
 
-import java.util.Locale;
-
 /**
  * How the ranks are brought together before each timed half of a GPU round.
  *
@@ -17,7 +15,7 @@ import java.util.Locale;
  *       floor the kernels set.</li>
  * </ul>
  */
-enum RoundStart {
+enum RoundStart implements Labelled {
     HOST("host"),
     DEVICE("device");
 
@@ -28,18 +26,13 @@ enum RoundStart {
     }
 
     /** The word of the command line and the JSON field {@code start}. */
-    String label() {
+    @Override
+    public String label() {
         return label;
     }
 
     static RoundStart byLabel(String s) {
-        String v = s.strip().toLowerCase(Locale.ROOT);
-        for (RoundStart r : values()) {
-            if (r.label.equals(v)) {
-                return r;
-            }
-        }
-        throw new IllegalArgumentException("unknown round start '" + s + "' (host, device)");
+        return Labelled.byLabel(RoundStart.class, s, "round start");
     }
 
     @Override

@@ -76,16 +76,65 @@ class CommandsCpuTest {
         assertEquals(8, cpu.size());
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getFirst());
         assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.PLAIN), cpu.getLast());
-        // the GPU backend: plain and graph, the two modes of a configuration next to each other
+        // the GPU backend: plain and graph, the two modes of a configuration next to each other, decode
+        // and prefill sizes
         List<RunSpec> gpu = b.specs(BackendChoice.Backend.GPU);
-        assertEquals(16, gpu.size());
+        assertEquals(32, gpu.size());
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(0));
         assertEquals(new RunSpec("deepseek-v3", 1, 4, 1, false, 1, LaunchMode.GRAPH), gpu.get(1));
         assertEquals(new RunSpec("deepseek-v3", 8, 4, 1, false, 1, LaunchMode.PLAIN), gpu.get(2));
-        assertEquals(new RunSpec("deepseek-v2-lite", 128, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
-        assertEquals(8, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
+        assertEquals(new RunSpec("deepseek-v3", 4096, 4, 1, false, 1, LaunchMode.GRAPH), gpu.get(15));
+        assertEquals(new RunSpec("deepseek-v2-lite", 4096, 4, 1, false, 1, LaunchMode.GRAPH), gpu.getLast());
+        assertEquals(16, gpu.stream().filter(s -> s.launch() == LaunchMode.GRAPH).count());
+        assertEquals(List.of(1, 8, 32, 128, 512, 1024, 2048, 4096), b.tokens(BackendChoice.Backend.GPU));
+        assertEquals(List.of(1, 8, 32, 128), b.tokens(BackendChoice.Backend.CPU));
         assertEquals(new RoundPlan(20, 100, false, false), b.plan(BackendChoice.Backend.GPU));
         assertEquals(Path.of("benchmarks/results"), b.outDir);
+    }
+
+    @Test
+    void benchSweepOptionParses() {
+        BenchCommand prefill = new BenchCommand();
+        new CommandLine(prefill).parseArgs("--sweep", "prefill", "--presets", "deepseek-v2-lite");
+        assertEquals(TokenSweep.PREFILL, prefill.sweep);
+        List<RunSpec> cpu = prefill.specs(BackendChoice.Backend.CPU);
+        assertEquals(List.of(512, 1024, 2048, 4096), cpu.stream().map(RunSpec::tokens).toList());
+        assertEquals(8, prefill.specs(BackendChoice.Backend.GPU).size());
+        BenchCommand all = new BenchCommand();
+        new CommandLine(all).parseArgs("--sweep", "ALL");
+        assertEquals(TokenSweep.ALL.tokens(), all.tokens(BackendChoice.Backend.CPU));
+        BenchCommand decode = new BenchCommand();
+        new CommandLine(decode).parseArgs("--sweep", "decode");
+        assertEquals(List.of(1, 8, 32, 128), decode.tokens(BackendChoice.Backend.GPU));
+        BenchCommand listed = new BenchCommand();
+        new CommandLine(listed).parseArgs("--tokens", "4096,2");
+        assertEquals(List.of(4096, 2), listed.tokens(BackendChoice.Backend.GPU));
+        org.junit.jupiter.api.Assertions.assertThrows(CommandLine.ParameterException.class,
+                () -> new CommandLine(new BenchCommand()).parseArgs("--sweep", "huge"));
+        assertEquals("unknown sweep 'huge' (decode, prefill, all)",
+                org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                        () -> TokenSweep.byLabel("huge")).getMessage());
+    }
+
+    @Test
+    void benchRefusesTokensAndSweepTogetherBeforeRunning(@TempDir Path dir) throws Exception {
+        assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--tokens", "1", "--sweep", "decode",
+                "--out-dir", dir.toString()));
+        assertEquals("moecomm bench: --tokens and --sweep both choose the tokens per rank: give one of them",
+                err().strip());
+        assertFalse(out().contains("backend="), out());
+        errBytes.reset();
+        assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--sweep", "huge"));
+        assertTrue(err().startsWith("bench: Invalid value for option '--sweep': unknown sweep 'huge'")
+                && err().strip().lines().count() == 1, err());
+        try (Stream<Path> s = Files.list(dir)) {
+            assertEquals(0, s.count());
+        }
+        // the help names the sizes and the default of each backend
+        String help = String.join(" ", new CommandLine(new BenchCommand()).getCommandSpec().findOption("--sweep")
+                .description());
+        assertTrue(help.contains("decode (1,8,32,128), prefill (512,1024,2048,4096)"), help);
+        assertTrue(help.contains("default: all on the GPU backend; decode on the CPU backend"), help);
     }
 
     @Test
@@ -228,21 +277,40 @@ class CommandsCpuTest {
             assertEquals("plain", j.get("launch").asText(), line);
             for (String k : Phases.KEYS) {
                 assertTrue(j.get(k + "MedianUs").isNumber() && j.get(k + "MedianUs").asDouble() > 0, k + " in " + line);
+                // host memory stands for device memory here, against a host copy measured in the same run
+                assertTrue(j.get(k + "DeviceBytes").asLong() > 0, k + " in " + line);
+                assertTrue(j.get(k + "DeviceGBps").asDouble() > 0, k + " in " + line);
+                assertTrue(j.get(k + "CopyPercent").asDouble() > 0, k + " in " + line);
             }
+            assertEquals(j.get("dispatchGBps").asDouble() / 2, j.get("dispatchGBpsPerRank").asDouble(), 1e-3, line);
+            assertTrue(j.get("copyGBps").asDouble() > 0, line);
+            assertEquals(CpuRunner.COPY_BYTES, j.get("copyBytes").asLong(), line);
+            assertTrue(j.get("copyMethod").asText().startsWith("MemorySegment.copy of copyBytes (16 MiB) on each of the"
+                    + " 2 ranks at once"), line);
         }
         JsonNode last = JSON.readTree(lines.getLast());
         assertEquals("mixtral-8x7b", last.get("preset").asText());
         assertEquals(4, last.get("tokens").asInt());
         assertTrue(out().contains("BENCH OK"), out());
         assertTrue(out().contains("wrote 4 lines to"), out());
-        assertTrue(out().contains("4 configurations, W=2 G=1, launch=plain, 1 warm-up + 3 timed rounds each"), out());
-        List<String> table = out().lines().filter(l -> l.startsWith("preset") || l.startsWith("deepseek-v2-lite")
-                || l.startsWith("mixtral-8x7b")).toList();
+        assertTrue(out().contains("4 configurations, W=2 G=1, tokens=1,4, launch=plain, 1 warm-up + 3 timed rounds each"), out());
+        List<String> table = out().lines().takeWhile(l -> !l.startsWith("Device memory per phase"))
+                .filter(l -> l.startsWith("preset") || l.startsWith("deepseek-v2-lite") || l.startsWith("mixtral-8x7b"))
+                .toList();
         assertEquals(5, table.size(), out());
         assertTrue(table.getFirst().matches("preset\\s+m\\s+launch \\|.*"), table.getFirst());
         assertTrue(table.get(1).matches("deepseek-v2-lite\\s+1\\s+plain \\|\\s+\\d+\\.\\d / .*"), table.get(1));
         assertFalse(out().contains(" - /"), out());
         assertFalse(out().contains("(graph:"), out());
+        // the device memory table: a row per configuration, the copy and the byte model below it
+        List<String> device = out().lines().dropWhile(l -> !l.startsWith("Device memory per phase"))
+                .filter(l -> l.startsWith("deepseek-v2-lite") || l.startsWith("mixtral-8x7b")).toList();
+        assertEquals(4, device.size(), out());
+        assertTrue(device.getFirst().matches("deepseek-v2-lite\\s+1\\s+plain \\|\\s+\\d+\\.\\d\\d\\s+[\\d.]+\\s+[\\d.]+%\\s.*"),
+                device.getFirst());
+        assertTrue(out().contains("(copy: MemorySegment.copy of copyBytes (16 MiB) on each of the 2 ranks at once"),
+                out());
+        assertTrue(out().contains("  dispatch recv = " + DeviceBytes.FORMULAS.get(Phases.DISPATCH_RECV)), out());
     }
 
     @Test

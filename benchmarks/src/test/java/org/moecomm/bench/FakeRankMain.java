@@ -3,14 +3,18 @@ package org.moecomm.bench;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.core.launch.LaunchEnv;
 
 /**
  * Stands in for {@link GpuRankMain} without a GPU: takes the same arguments, reads its rank from
- * the launcher's environment and writes samples (rank r, config i, phase p, round k: 1000 * (r + 1)
+ * the launcher's environment and writes a copy baseline of {@link #COPY_BYTES} (host copies) and
+ * samples (rank r, config i, phase p, round k: 1000 * (r + 1)
  * * (i + 1) + p + k nanoseconds; for a graph spec none for the send/recv phases). With {@code MOECOMM_FAKE_FAIL_RANK} = r, that rank fails instead.
  */
 public final class FakeRankMain {
+    static final long COPY_BYTES = 1L << 20;
+
     private FakeRankMain() {
     }
 
@@ -22,7 +26,9 @@ public final class FakeRankMain {
         Path dir = Path.of(args[0]);
         RoundPlan plan = RoundPlan.decode(args[1]);
         Path file = RankSamples.file(dir, rank);
-        RankSamples.append(file, List.of(RankSamples.deviceLine("Fake GPU")));
+        // the copy baseline as GpuRankMain records it, with the host's copy (separate processes: no barrier)
+        RankSamples.append(file, List.of(RankSamples.deviceLine("Fake GPU"), RankSamples.copyLine(CopyBandwidth.HOST_COPY,
+                COPY_BYTES, CopyBandwidth.onHost(COPY_BYTES, 0, 0, 3, () -> { }))));
         for (int i = 2; i < args.length; i++) {
             int cfg = i - 2;
             RunSpec spec = RunSpec.decode(args[i]);

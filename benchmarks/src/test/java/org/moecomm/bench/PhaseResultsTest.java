@@ -16,6 +16,9 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.bench.gpu.CopyBandwidth;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.core.protocol.BufferLayout;
 
 /**
@@ -127,6 +130,11 @@ class PhaseResultsTest {
                 "moecomm bench")));
         assertEquals("graph", j.get("launch").asText());
         assertEquals(PhaseJson.TIMING_GPU_GRAPH, j.get("timing").asText());
+        // the device bytes of every phase, their rate only where the phase was timed; no copy baseline here
+        assertTrue(j.get("dispatchSendDeviceBytes").asLong() > 0, j.toString());
+        assertTrue(j.get("dispatchSendDeviceGBps").isNull(), j.toString());
+        assertEquals(j.get("dispatchDeviceBytes").asLong() / 70e3, j.get("dispatchDeviceGBps").asDouble(), 1e-4);
+        assertTrue(j.get("dispatchCopyPercent").isNull() && j.get("copyGBps").isNull(), j.toString());
         for (String k : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv")) {
             assertTrue(j.has(k + "MedianUs") && j.get(k + "MedianUs").isNull(), k + " in " + j);
             assertTrue(j.has(k + "P90Us") && j.get(k + "P90Us").isNull(), k + " in " + j);
@@ -136,7 +144,7 @@ class PhaseResultsTest {
         assertEquals(7.0, j.get("combineMedianUs").asDouble(), 1e-9);
         assertEquals(LaunchMode.GRAPH, PhaseJson.launch(j));
 
-        String row = BenchCommand.tableRow(m);
+        String row = BenchTables.timeRow(m);
         assertTrue(row.startsWith("deepseek-v2-lite      8  graph |"), row);
         assertTrue(row.contains("          - /        -       70.0 /     86.0 |"), row);
         assertTrue(row.contains("          - /        -        7.0 /      8.6 |"), row);
@@ -170,7 +178,7 @@ class PhaseResultsTest {
         for (int p = 0; p < Phases.COUNT; p++) {
             samples[p] = new long[] {10_000L * (p + 1), 20_000L * (p + 1), 30_000L * (p + 1)};
         }
-        TrafficModel traffic = TrafficModel.of(s.workload(), new BufferLayout(s.config()).rowBytes());
+        TrafficModel traffic = TrafficModel.of(s.workload(), new BufferLayout(s.config()));
         // a second rank, faster in every phase: the slowest-rank fields are rank 1's, rank 0's its own
         long[][] fasterRankZero = new long[Phases.COUNT][3];
         for (int p = 0; p < Phases.COUNT; p++) {
@@ -178,8 +186,10 @@ class PhaseResultsTest {
                 fasterRankZero[p][i] = samples[p][i] / 2;
             }
         }
+        // every rank copied 256 MiB, the slowest in 250 us: 2 x 2 x 256 MiB / 250 us = 4294.97 GB/s
+        CopyBaseline copy = new CopyBaseline(CopyBandwidth.GPU_COPY, 256L << 20, 2, 250.0);
         Measurement m = Measurement.of(s, PLAN, traffic, List.of(fasterRankZero, samples), List.of(), "NVIDIA H200",
-                GpuRunner.mode(4, true));
+                GpuRunner.mode(4, true), copy);
         JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
                 "bash scripts/gpu-nvshmem-check.sh")));
         for (String k : List.of("preset", "tokens", "world", "group", "mode", "gpu", "commit", "command", "date",
@@ -193,8 +203,8 @@ class PhaseResultsTest {
         assertEquals("4 processes on 1 GPU under MPS", j.get("mode").asText());
         assertEquals("plain", j.get("launch").asText());
         assertEquals(PhaseJson.TIMING_GPU, j.get("timing").asText());
-        assertTrue(BenchCommand.tableRow(m).startsWith("deepseek-v3           8  plain |       20.0 /     28.0"),
-                BenchCommand.tableRow(m));
+        assertTrue(BenchTables.timeRow(m).startsWith("deepseek-v3           8  plain |       20.0 /     28.0"),
+                BenchTables.timeRow(m));
         assertEquals("NVIDIA H200", j.get("gpu").asText());
         assertEquals(20.0, j.get("dispatchSendMedianUs").asDouble(), 1e-9);
         assertEquals(28.0, j.get("dispatchSendP90Us").asDouble(), 1e-9);
@@ -212,6 +222,89 @@ class PhaseResultsTest {
         assertEquals("host", j.get("start").asText());
         assertEquals(new BufferLayout(s.config()).symmetricBytes(), j.get("symmetricBytesPerRank").asLong());
         assertTrue(j.get("localBytesPerRank").asLong() > 0);
+
+        // logical per rank: the world's rate over W = 2
+        assertEquals(j.get("dispatchGBps").asDouble() / 2, j.get("dispatchGBpsPerRank").asDouble(), 1e-4);
+        assertEquals(j.get("combineGBps").asDouble() / 2, j.get("combineGBpsPerRank").asDouble(), 1e-4);
+        // the copy baseline and, per phase, the device bytes, their rate in the median and its share
+        assertEquals(4294.9673, j.get("copyGBps").asDouble(), 1e-9);
+        assertEquals(250.0, j.get("copyMedianUs").asDouble(), 1e-9);
+        assertEquals(256L << 20, j.get("copyBytes").asLong());
+        assertTrue(j.get("copyMethod").asText().startsWith("cuMemcpyDtoDAsync of copyBytes (256 MiB) on each of the 2"
+                + " ranks at once, a barrier before each copy; per copy the slowest rank"), j.get("copyMethod").asText());
+        assertEquals(DeviceBytes.MODEL, j.get("deviceBytesModel").asText());
+        for (int p = 0; p < Phases.COUNT; p++) {
+            String k = Phases.KEYS.get(p);
+            long deviceBytes = traffic.device().of(p);
+            assertTrue(deviceBytes > 0, k);
+            assertEquals(deviceBytes, j.get(k + "DeviceBytes").asLong(), k);
+            // phase p's median is 20 * (p + 1) us on the slowest rank
+            double gbps = deviceBytes / (20e3 * (p + 1));
+            assertEquals(gbps, j.get(k + "DeviceGBps").asDouble(), 1e-4, k);
+            assertEquals(100 * gbps / copy.gbps(), j.get(k + "CopyPercent").asDouble(), 1e-4, k);
+        }
+        String row = BenchTables.deviceRow(m);
+        assertTrue(row.startsWith("deepseek-v3           8  plain |"), row);
+        assertTrue(row.endsWith(" |      4295"), row);
+        assertTrue(row.contains(String.format(java.util.Locale.ROOT, " %9.2f ",
+                traffic.device().of(Phases.DISPATCH_SEND) / 1048576.0)), row);
+
+        // without a copy baseline: the device rates stay, the shares and the copy fields are null
+        JsonNode noCopy = JSON.readTree(PhaseJson.line(Measurement.of(s, PLAN, traffic, List.<long[][]>of(samples), List.of(),
+                "cpu", CpuRunner.mode(2), null), new PhaseJson.Run("cpu", LocalDate.of(2026, 12, 2), "c0ffee", "x")));
+        for (String k : List.of("copyGBps", "copyMedianUs", "copyBytes", "copyMethod", "dispatchCopyPercent")) {
+            assertTrue(noCopy.has(k) && noCopy.get(k).isNull(), k + " in " + noCopy);
+        }
+        assertTrue(noCopy.get("dispatchDeviceGBps").isNumber(), noCopy.toString());
+        String noCopyRow = BenchTables.deviceRow(Measurement.of(s, PLAN, traffic, List.<long[][]>of(samples), List.of(), "cpu",
+                CpuRunner.mode(2), null));
+        assertTrue(noCopyRow.endsWith("     - |         -"), noCopyRow);
+        assertFalse(noCopyRow.contains("%"), noCopyRow);
+    }
+
+    @Test
+    void theCopyBaselineIsTheSlowestRankPerCopy(@TempDir Path dir) throws IOException {
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1));
+        writeRank(dir, 0, specs, new long[] {1_000, 1_000, 1_000}, List.of());
+        writeRank(dir, 1, specs, new long[] {1_000, 1_000, 1_000}, List.of());
+        // no copy lines: no baseline
+        List<RankSamples> none = List.of(RankSamples.read(RankSamples.file(dir, 0)),
+                RankSamples.read(RankSamples.file(dir, 1)));
+        assertEquals(null, GpuRunner.copyBaseline(none));
+        assertEquals(null, GpuRunner.collect(specs, PLAN, none, "m").getFirst().copy());
+        // per copy the slowest rank: 400, 300, 500 us; median 400 us
+        RankSamples.append(RankSamples.file(dir, 0), List.of(RankSamples.copyLine("memcpy", 1L << 20,
+                new double[] {0.4, 0.1, 0.5})));
+        RankSamples.append(RankSamples.file(dir, 1), List.of(RankSamples.copyLine("memcpy", 1L << 20,
+                new double[] {0.2, 0.3, 0.1})));
+        List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
+                RankSamples.read(RankSamples.file(dir, 1)));
+        assertTrue(Files.readAllLines(RankSamples.file(dir, 1)).contains("copy\tmemcpy\t1048576\t200000,300000,100000"));
+        CopyBaseline c = GpuRunner.collect(specs, PLAN, ranks, "m").getFirst().copy();
+        assertEquals(new CopyBaseline("memcpy", 1L << 20, 2, 400.0), c);
+        assertEquals(2 * 2.0 * (1L << 20) / 400e3, c.gbps(), 1e-12);
+        // ranks that copied different amounts are an error, not a number
+        RankSamples.append(RankSamples.file(dir, 1), List.of(RankSamples.copyLine("memcpy", 2L << 20,
+                new double[] {0.2, 0.3, 0.1})));
+        List<RankSamples> odd = List.of(RankSamples.read(RankSamples.file(dir, 0)),
+                RankSamples.read(RankSamples.file(dir, 1)));
+        assertThrows(IllegalStateException.class, () -> GpuRunner.copyBaseline(odd));
+        assertThrows(IllegalArgumentException.class, () -> CopyBaseline.of("memcpy", 1, List.of(new long[2],
+                new long[3])));
+        assertThrows(IllegalArgumentException.class, () -> new CopyBaseline("memcpy", 0, 2, 1.0));
+    }
+
+    /** The heap of a rank process holds the largest configuration, not the sum: handles live one at a time. */
+    @Test
+    void theHeapIsSizedForTheLargestConfiguration() {
+        MoeConfig[] sweep = TokenSweep.ALL.tokens().stream()
+                .map(m -> org.moecomm.core.Preset.DEEPSEEK_V3.config(8, 1, m).build()).toArray(MoeConfig[]::new);
+        long largest = GpuBackend.Options.forConfigs(sweep[sweep.length - 1]).symmetricBytes();
+        assertEquals(largest, GpuRankMain.heapFor(sweep).symmetricBytes());
+        assertEquals(largest, GpuRankMain.heapFor(sweep[sweep.length - 1], sweep[0]).symmetricBytes());
+        // what the comment of heapFor says: 14.3 GiB for all of them, 7.45 GiB for the largest
+        assertEquals(14.3, GpuBackend.Options.forConfigs(sweep).symmetricBytes() / (double) (1L << 30), 0.05);
+        assertEquals(7.45, largest / (double) (1L << 30), 0.01);
     }
 
     @Test
@@ -248,6 +341,14 @@ class PhaseResultsTest {
         assertEquals("Fake GPU", m.device());
         assertTrue(m.mode().startsWith("2 processes on 1 GPU"), m.mode());
         assertTrue(ms.stream().allMatch(Measurement::verified));
+        // every rank process measured the copy baseline before its configurations: each launch has its own
+        for (Measurement each : ms) {
+            assertEquals(CopyBandwidth.HOST_COPY, each.copy().copy());
+            assertEquals(FakeRankMain.COPY_BYTES, each.copy().bytesPerRank());
+            assertEquals(2, each.copy().ranks());
+            assertTrue(each.copy().gbps() > 0 && Double.isFinite(each.copyShare(Phases.DISPATCH)), each.copy().toString());
+        }
+        assertTrue(ms.get(0).copy() == ms.get(2).copy() && ms.get(0).copy() != ms.get(1).copy());
         // the graph spec is the third configuration of the first launch: 1000 * 2 * 3 + p + k, no send/recv
         Measurement g = ms.get(3);
         assertEquals(LaunchMode.GRAPH, g.launch());

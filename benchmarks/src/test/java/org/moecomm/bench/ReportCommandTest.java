@@ -13,6 +13,7 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class ReportCommandTest {
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
     /** The first line of benchmarks/results/2026-12-02-h200-gpu-phases.json: written before the launch field. */
     private static final String OLD_LINE = "{\"preset\":\"deepseek-v3\",\"tokens\":1,\"world\":4,\"group\":1,\"routing\":\"uniform\",\"seed\":1,"
             + "\"backend\":\"gpu\",\"mode\":\"4 processes on 1 GPU under MPS\",\"gpu\":\"NVIDIA H200\","
@@ -73,9 +74,79 @@ class ReportCommandTest {
         List<String> header = cells(rows.get(0));
         List<String> row = cells(rows.get(2));
         assertEquals(List.of("preset", "W", "mode", "tokens/rank", "launch", "dispatch send", "dispatch recv",
-                "combine send", "combine recv", "dispatch", "combine", "verified"), header);
+                "combine send", "combine recv", "dispatch", "combine", "dispatch GB/s per rank", "combine GB/s per rank",
+                "verified"), header);
+        // no per-rank rates in it: "-"
         assertEquals(List.of("deepseek-v3", "4", "4 processes on 1 GPU under MPS", "1", "plain", "41.7", "31.0", "39.8",
-                "38.9", "69.2", "76.6", "true"), row);
+                "38.9", "69.2", "76.6", "-", "-", "true"), row);
+        // nor device bytes: the device table says so in one sentence instead of a table of dashes
+        String device = new ReportCommand().deviceTable(List.of(file));
+        assertFalse(device.contains("|"), device);
+        assertTrue(device.contains("Device memory per phase: not recorded in these results files"), device);
+    }
+
+    /**
+     * A line as {@code moecomm bench} writes it now (PhaseJson, with a copy baseline of 4000 GB/s):
+     * the per-rank rates in the phase table, per phase the device bytes, their rate and share in the
+     * device table; a graph line has "-" for the rates of its untimed send and recv.
+     */
+    @Test
+    void newResultsShowPerRankRatesAndDeviceMemory() throws Exception {
+        Path file = tmp.resolve("2026-12-04-h200-w2-gpu-phases.json");
+        Measurement plain = measurement(LaunchMode.PLAIN);
+        Measurement graph = measurement(LaunchMode.GRAPH);
+        PhaseJson.Run run = new PhaseJson.Run("gpu", java.time.LocalDate.of(2026, 12, 4), "c0ffee", "moecomm bench");
+        Files.writeString(file, PhaseJson.line(plain, run) + "\n" + PhaseJson.line(graph, run) + "\n");
+
+        List<String> rows = new ReportCommand().phaseTable(file).lines().filter(l -> l.startsWith("|")).toList();
+        List<String> header = cells(rows.get(0));
+        List<String> row = cells(rows.get(2));
+        assertEquals(BenchTables.figure(plain.dispatchGBpsPerRank()), row.get(header.indexOf("dispatch GB/s per rank")));
+        assertEquals(BenchTables.figure(plain.combineGBpsPerRank()), row.get(header.indexOf("combine GB/s per rank")));
+
+        String table = new ReportCommand().deviceTable(List.of(file));
+        List<String> deviceRows = table.lines().filter(l -> l.startsWith("|")).toList();
+        assertEquals(4, deviceRows.size(), table);
+        List<String> dh = cells(deviceRows.get(0));
+        assertEquals(List.of("preset", "W", "tokens/rank", "launch", "dispatch send", "dispatch recv", "combine send",
+                "combine recv", "dispatch", "combine", "copy GB/s"), dh);
+        List<String> p = cells(deviceRows.get(2));
+        assertEquals(List.of("deepseek-v3", "2", "8", "plain"), p.subList(0, 4));
+        assertEquals("4000", p.get(dh.indexOf("copy GB/s")));
+        for (int phase = 0; phase < Phases.COUNT; phase++) {
+            String expected = String.format(java.util.Locale.ROOT, "%.2f MiB, %s GB/s (%s%%)",
+                    plain.traffic().device().of(phase) / 1048576.0, BenchTables.figure(plain.deviceGBps(phase)),
+                    BenchTables.figure(100 * plain.copyShare(phase)));
+            assertEquals(expected, p.get(dh.indexOf(Phases.NAMES.get(phase))), Phases.NAMES.get(phase));
+        }
+        List<String> g = cells(deviceRows.get(3));
+        assertEquals("graph", g.get(3));
+        assertTrue(g.get(dh.indexOf("dispatch send")).endsWith("MiB, - GB/s (-)"), g.toString());
+        assertFalse(g.get(dh.indexOf("dispatch")).contains("-"), g.toString());
+
+        // and its chart: device GB/s per half against the copy bandwidth
+        Path png = ResultCharts.phaseBandwidth(tmp, 2, List.of(JSON.readTree(PhaseJson.line(plain, run))));
+        assertEquals(tmp.resolve("phase-bandwidth-w2.png"), png);
+        assertEquals(ResultCharts.WIDTH, javax.imageio.ImageIO.read(png.toFile()).getWidth());
+        // none from lines without the fields, nor for a world without lines
+        assertEquals(null, ResultCharts.phaseBandwidth(tmp, 4, List.of(JSON.readTree(OLD_LINE))));
+        assertEquals(null, ResultCharts.phaseBandwidth(tmp, 4, List.of(JSON.readTree(PhaseJson.line(plain, run)))));
+    }
+
+    /** deepseek-v3 at 8 tokens on W = 2: phase p takes 10 * (p + 1) us on every round; a copy of 4000 GB/s. */
+    private static Measurement measurement(LaunchMode launch) {
+        RunSpec spec = new RunSpec("deepseek-v3", 8, 2, 1, false, 1, launch);
+        RoundPlan plan = new RoundPlan(0, 2, false, false);
+        long[][] samples = new long[Phases.COUNT][];
+        for (int p = 0; p < Phases.COUNT; p++) {
+            boolean timed = launch.timesSendAndRecv() || !Phases.isSendOrRecv(p);
+            samples[p] = timed ? new long[] {10_000L * (p + 1), 10_000L * (p + 1)} : new long[0];
+        }
+        // 2 ranks x 2 x 1 GB in 1000 us: 4000 GB/s
+        CopyBaseline copy = new CopyBaseline("cuMemcpyDtoDAsync", 1_000_000_000L, 2, 1000.0);
+        return Measurement.of(spec, plan, TrafficModel.of(spec.workload(),
+                new org.moecomm.core.protocol.BufferLayout(spec.config())), List.<long[][]>of(samples), List.of(),
+                "NVIDIA H200", GpuRunner.mode(2, true), copy);
     }
 
     /** Graph lines: launch "graph", the send/recv columns "-" (null in the JSON), the whole halves in theirs. */
@@ -150,6 +221,11 @@ class ReportCommandTest {
             assertEquals(ResultCharts.HEIGHT, image.getHeight(), name);
             assertTrue(text.contains("![" + name + "](docs/charts/" + name + ".png)"), text);
         }
+        // the committed phase files predate the device bytes: their columns show "-", the device table a
+        // sentence, and the bandwidth charts are not drawn (once a file with the fields is committed, they are)
+        assertTrue(text.contains("Device memory per phase: not recorded in these results files"), text);
+        assertTrue(text.contains("| - | - | true |"), text);
+        assertFalse(Files.exists(tmp.resolve("docs/charts/phase-bandwidth-w4.png")));
         assertTrue(text.contains("pplx-kernels: `reference/2026-12-02-h200-pplx-kernels.json`"), text);
     }
 

@@ -30,7 +30,16 @@ final class GpuBenchDevice implements BenchDevice {
 
     /** Opens device 0; loads {@code twinPtx} when given (a failure is reported by {@link #twinStatus()}, not thrown). */
     GpuBenchDevice(Path twinPtx) {
-        this.runner = new GpuKernelRunner();
+        this(new GpuKernelRunner(), twinPtx);
+    }
+
+    /** On {@code context} (left open by {@link #close()}), with a stream of its own and no twins. */
+    GpuBenchDevice(CudaContext context) {
+        this(new GpuKernelRunner(context), null);
+    }
+
+    private GpuBenchDevice(GpuKernelRunner runner, Path twinPtx) {
+        this.runner = runner;
         CudaModule module = null;
         String status;
         if (twinPtx == null) {

@@ -284,7 +284,7 @@ public final class KernelBenchmark implements Callable<Integer> {
                     .put("javaGBps", rounded(java == null ? null : java.gbps(bytes)))
                     .put("twinGBps", rounded(twin == null ? null : twin.gbps(bytes)))
                     .put("copyGBps", rounded(copyGBps()))
-                    .put("copyMethod", copy == null ? null : (device.equals("gpu") ? "cuMemcpyDtoDAsync" : "host copy")
+                    .put("copyMethod", copy == null ? null : copyName(device)
                             + " of copyBytes; GB/s = 2 * copyBytes / median (read + write)")
                     .put("copyBytes", copy == null ? null : copyBytes)
                     .put("copyMedianUs", micros(copy, Stats::median))
@@ -354,7 +354,7 @@ public final class KernelBenchmark implements Callable<Integer> {
             Stats copy = s.copyBytes() > 0 ? copyBandwidth(dev, s, flushRun) : null;
             if (copy != null) {
                 out.printf(Locale.ROOT, "copy baseline: %s of %d MiB: median %.1f us, p90 %.1f us, "
-                        + "%.0f GB/s (read + write counted: 2 x %d MiB)%n", gpu ? "cuMemcpyDtoDAsync" : "host copy",
+                        + "%.0f GB/s (read + write counted: 2 x %d MiB)%n", copyName(dev.kind()),
                         s.copyBytes() >> 20, copy.medianUs(),
                         copy.p90Us(), copy.gbps(2 * s.copyBytes()), s.copyBytes() >> 20);
             }
@@ -378,16 +378,12 @@ public final class KernelBenchmark implements Callable<Integer> {
     }
 
     private static Stats copyBandwidth(BenchDevice dev, Settings s, Runnable flush) {
-        Buf src = dev.allocate(s.copyBytes());
-        Buf dst = dev.allocate(s.copyBytes());
-        try {
-            dev.fill(src, (byte) 1);
-            double[][] ms = dev.time(s.warmups(), s.reps(), flush, List.of(() -> dev.copy(dst, src)));
-            return Stats.of(ms[0]);
-        } finally {
-            dev.free(src);
-            dev.free(dst);
-        }
+        return Stats.of(CopyBandwidth.samples(dev, s.copyBytes(), s.warmups(), s.reps(), flush));
+    }
+
+    /** The copy of the baseline on a device of {@code kind} ("gpu" or "cpu"). */
+    private static String copyName(String kind) {
+        return kind.equals("gpu") ? CopyBandwidth.GPU_COPY : CopyBandwidth.HOST_COPY;
     }
 
     private static Line with(Line base, String kernel, int tokens, Grid grid, Stats java, Stats twin, long bytes,

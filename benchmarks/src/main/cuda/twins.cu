@@ -71,13 +71,32 @@ __device__ __forceinline__ void stage_ids(const int* src, int count, int* ids, i
   for (; i < count; i += threads) ids[i] = src[i];
 }
 
-// Whether slot k of a token (ids: its staged ids) repeats an expert that an earlier slot of
-// localMask names; repeats are skipped like -1 so a token never has more than Kd pairs here.
-__device__ __forceinline__ bool named_before(const int* ids, int k, int id, long long localMask) {
+// Routes of a slot at this destination (MoeKernels.SLOT_*).
+constexpr int kSlotElsewhere = 0, kSlotHere = 1, kSlotDropped = 2;
+
+// Whether a slot before k of a token (ids: its staged ids) names id; repeats are skipped like -1
+// so a token never has more than Kd pairs here.
+__device__ __forceinline__ bool named_before(const int* ids, int k, int id) {
   bool seen = false;
   for (int j = 0; j < k; j++)
-    if ((localMask & (1LL << j)) != 0 && ids[j] == id) seen = true;
+    if (ids[j] == id) seen = true;
   return seen;
+}
+
+// Slot k of token t (ids: its staged ids) at the destination whose experts start at firstExpert.
+__device__ __forceinline__ int route_slot(const int* ids, int k, int t, int firstExpert, int expertsPerRank,
+                                          int numExperts, bool dropsOutOfRange, bool check, int* inputReport) {
+  const int id = ids[k], local = id - firstExpert;
+  if (local >= 0 && local < expertsPerRank) {
+    if (!named_before(ids, k, id)) return kSlotHere;
+    if (check) report_input(inputReport, kReportRepeatedId, t, k, id);
+    return kSlotDropped;
+  }
+  if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+    if (check && id != -1) report_input(inputReport, kReportBadId, t, k, id);
+    return kSlotDropped;
+  }
+  return kSlotElsewhere;
 }
 
 // The chunk's pair locations here, one thread per (token, slot): local slots numbered from the
@@ -189,6 +208,8 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   __shared__ int tokenPairBase[kMaxThreads];
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
+  // Each id's route here when the chunk has a thread for each.
+  __shared__ int slotRoute[kMaxThreads];
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int y = blockIdx.y, blocksY = gridDim.y;
@@ -211,28 +232,30 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
     __syncthreads();
     const int t = chunk + tid;
+    const bool check = checkIds != 0 && leader;
+    // A decode chunk (a thread for every slot) classifies its ids one thread per (token, slot); a
+    // prefill chunk keeps one thread per token.
+    const bool perSlot = n * topK <= threads;
+    if (perSlot) {
+      if (tid < n * topK) {
+        const int token = tid / topK;
+        slotRoute[tid] = route_slot(chunkIds + token * topK, tid - token * topK, chunk + token, firstExpert,
+                                    expertsPerRank, numExperts, dest == 0, check, inputReport);
+      }
+      __syncthreads();
+    }
     // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
     long long localMask = 0, dropMask = 0;
-    int pairs = 0;
     if (tid < n) {
-      const int* ids = chunkIds + tid * topK;
       for (int k = 0; k < topK; k++) {
-        const int id = ids[k], local = id - firstExpert;
-        const long long bit = 1LL << k;
-        if (local >= 0 && local < expertsPerRank) {
-          if (named_before(ids, k, id, localMask)) {
-            dropMask |= bit;
-            if (checkIds != 0 && leader) report_input(inputReport, kReportRepeatedId, t, k, id);
-          } else {
-            localMask |= bit;
-            pairs++;
-          }
-        } else if (dest == 0 && (id < 0 || id >= numExperts)) {
-          dropMask |= bit;
-          if (checkIds != 0 && leader && id != -1) report_input(inputReport, kReportBadId, t, k, id);
-        }
+        const int route = perSlot ? slotRoute[tid * topK + k]
+                                  : route_slot(chunkIds + tid * topK, k, t, firstExpert, expertsPerRank, numExperts,
+                                               dest == 0, check, inputReport);
+        if (route == kSlotHere) localMask |= 1LL << k;
+        else if (route == kSlotDropped) dropMask |= 1LL << k;
       }
     }
+    const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
     scanPairs[tid] = pairs;

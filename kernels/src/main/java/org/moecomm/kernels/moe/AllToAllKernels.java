@@ -108,24 +108,35 @@ public final class AllToAllKernels {
         }
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            ctx.systemFence();
-            // One block per destination (decode) is its last: no count, no second fence before the signal.
-            boolean alone = ctx.numGroupsY() == 1;
-            if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
+            finishDispatchSend(ctx, signals, state, round, dest, group, serves, rows);
+        }
+    }
+
+    /**
+     * Thread 0's end of a {@link #dispatchSend} block (after its final barrier): makes the block's
+     * rows visible, counts the block; the last block of {@code dest} raises {@code dest}'s signal
+     * (when this member serves it), the last of the grid advances the round. Package-private: the
+     * CPU runner's loop form of dispatchSend calls it rather than inlining it (8000 bytes).
+     */
+    static void finishDispatchSend(KernelContext ctx, Buf signals, Buf state, long round, int dest, int group,
+                                   boolean serves, int rows) {
+        ctx.systemFence();
+        // One block per destination (decode) is its last: no count, no second fence before the signal.
+        boolean alone = ctx.numGroupsY() == 1;
+        if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
+            if (!alone) {
+                state.setInt(STATE_DESTINATIONS + dest, 0);
+            }
+            if (serves) {
                 if (!alone) {
-                    state.setInt(STATE_DESTINATIONS + dest, 0);
+                    ctx.systemFence(); // the other blocks' rows, seen through the count, before the signal
                 }
-                if (serves) {
-                    if (!alone) {
-                        ctx.systemFence(); // the other blocks' rows, seen through the count, before the signal
-                    }
-                    ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
-                }
+                ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
             }
-            if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
-                state.setInt(STATE_DISPATCH_SENT, 0);
-                state.setLong(STATE_ROUND, round);
-            }
+        }
+        if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
+            state.setInt(STATE_DISPATCH_SENT, 0);
+            state.setLong(STATE_ROUND, round);
         }
     }
 

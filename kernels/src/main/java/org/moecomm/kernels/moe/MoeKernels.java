@@ -103,18 +103,9 @@ public final class MoeKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
-        boolean leader = ctx.groupIdy() == 0;
         int firstExpert = dest * expertsPerRank;
-        int numExperts = ctx.numGroupsX() * expertsPerRank;
-        int count = fixedTokens >= 0 ? fixedTokens : numTokens.getInt(0);
-        int m = clamp(count, 0, maxTokens);
-        boolean first = dest == 0 && leader && tid == 0;
-        if (fixedTokens >= 0 && first) {
-            numTokens.setInt(0, m);
-        }
-        if (checkIds != 0 && m != count && first) {
-            report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
-        }
+        int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
+                dest == 0 && ctx.groupIdy() == 0 && tid == 0);
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
         int[] scanRows = ctx.allocateIntLocalArray(2 * MAX_THREADS);
@@ -131,6 +122,8 @@ public final class MoeKernels {
         // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
         // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
+        // Each id's route here (SLOT_*) when a chunk has a thread for each.
+        int[] slotRoute = ctx.allocateIntLocalArray(MAX_THREADS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
         int rowsBefore = 0;
@@ -140,37 +133,19 @@ public final class MoeKernels {
             int n = min(chunkTokens, m - chunk);
             stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
             ctx.localBarrier();
-            int t = chunk + tid;
-            // Token t's routing to d, read once: bit k of localMask for a slot that routes here,
-            // of dropMask for a slot whose pairLocation this block sets to -1 (checked ids reported).
-            long localMask = 0;
-            long dropMask = 0;
-            int pairs = 0;
-            if (tid < n) {
-                for (int k = 0; k < topK; k++) {
-                    int id = chunkIds[tid * topK + k];
-                    int local = id - firstExpert;
-                    long bit = 1L << k;
-                    if (local >= 0 && local < expertsPerRank) {
-                        if (namedBefore(chunkIds, tid * topK, k, id, localMask)) {
-                            dropMask |= bit;
-                            if (checkIds != 0 && leader) {
-                                report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
-                            }
-                        } else {
-                            localMask |= bit;
-                            pairs++;
-                        }
-                    } else if (dest == 0 && (id < 0 || id >= numExperts)) {
-                        dropMask |= bit;
-                        if (checkIds != 0 && leader && id != -1) {
-                            report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
-                        }
-                    }
-                }
+            // A decode chunk (a thread for every slot) has its ids classified side by side, one
+            // thread per (token, slot): a token's thread classifying its topK ids one after the
+            // other (the repeat check among them included) was a third of a decode dispatch send.
+            // A prefill chunk keeps one thread per token (the slots' threads and the extra barrier
+            // cost 14% at 4096 tokens).
+            if (n * topK <= threads) {
+                routeSlots(ctx, chunkIds, slotRoute, chunk, n, topK, tid, firstExpert, expertsPerRank, dest == 0,
+                        checkIds != 0 && ctx.groupIdy() == 0, inputReport);
+                ctx.localBarrier();
             }
-            int hasRow = pairs > 0 ? 1 : 0;
-            scanRows[tid] = hasRow;
+            int pairs = routeToken(ctx, chunkIds, slotRoute, tokenLocal, tokenDropped, chunk, n, topK, tid, threads,
+                    firstExpert, expertsPerRank, dest == 0, checkIds != 0 && ctx.groupIdy() == 0, inputReport);
+            scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
 
@@ -190,25 +165,16 @@ public final class MoeKernels {
                 ctx.localBarrier();
                 src = dst;
             }
-            int chunkRow = scanRows[src + tid] - hasRow;
+            int chunkRow = scanRows[src + tid] - (pairs > 0 ? 1 : 0);
             int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
             int chunkRows = scanRows[src + n - 1];
             int chunkPairs = scanPairs[src + n - 1];
 
-            if (tid < n) {
-                tokenLocal[tid] = localMask;
-                tokenDropped[tid] = dropMask;
-                tokenPairBase[tid] = pairBase;
-                if (hasRow == 1) {
-                    rowToken[chunkRow] = t;
-                    rowPairBase[chunkRow] = pairBase;
-                    rowPairs[chunkRow] = pairs;
-                    rowMask[chunkRow] = localMask;
-                }
-            }
+            recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, tokenLocal, tokenPairBase, rowToken, rowPairBase,
+                    rowPairs, rowMask);
             ctx.localBarrier();
 
-            if (leader) {
+            if (ctx.groupIdy() == 0) { // the leader of the destination's blocks
                 writePairLocations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
                         dest * pairsPerRegion, tid, threads);
             }
@@ -604,16 +570,125 @@ public final class MoeKernels {
     // where it would have to inline a private method of this class, and stays under the 8000
     // bytes HotSpot compiles (MoeKernelsTest.everyLibraryKernelHasALoopForm).
 
+    /** {@link #routeSlot}: the id routes elsewhere (another destination's block handles it). */
+    static final int SLOT_ELSEWHERE = 0;
+    /** {@link #routeSlot}: the id names one of this destination's experts for the first time in its token. */
+    static final int SLOT_HERE = 1;
+    /** {@link #routeSlot}: this block writes the slot's pairLocation as -1 (a repeat, or -1 / out of range at destination 0). */
+    static final int SLOT_DROPPED = 2;
+
     /**
-     * Whether slot {@code k} of a token (its ids from {@code ids[first]}) repeats an expert that
-     * an earlier slot in {@code localMask} names (the first naming of each of this destination's experts). Repeated
-     * ids are refused (docs/contract.md); the kernels skip them like -1 ids, so a token never has
-     * more than {@code Kd} pairs at one destination and no buffer is overrun.
+     * The route of slot {@code k} of token {@code t} (its ids from {@code ids[first]}) at the
+     * destination whose experts start at {@code firstExpert}. A repeat of an id an earlier slot
+     * names is dropped (docs/contract.md refuses repeated ids; the kernels skip them like -1, so a
+     * token never has more than {@code Kd} pairs at one destination and no buffer is overrun); ids
+     * outside {@code [0, E)} are dropped by destination 0. With {@code check}, a repeat and an id
+     * outside {@code [-1, E)} are reported.
      */
-    static boolean namedBefore(int[] ids, int first, int k, int id, long localMask) {
+    static int routeSlot(KernelContext ctx, int[] ids, int first, int k, int t, int firstExpert, int expertsPerRank,
+                         boolean dropsOutOfRange, boolean check, Buf inputReport) {
+        int numExperts = ctx.numGroupsX() * expertsPerRank; // one block column per destination
+        int id = ids[first + k];
+        int local = id - firstExpert;
+        int route = SLOT_ELSEWHERE;
+        if (local >= 0 && local < expertsPerRank) {
+            route = SLOT_HERE;
+            if (namedBefore(ids, first, k, id)) {
+                route = SLOT_DROPPED;
+                if (check) {
+                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
+                }
+            }
+        } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+            route = SLOT_DROPPED;
+            if (check && id != -1) {
+                report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
+            }
+        }
+        return route;
+    }
+
+    /**
+     * m: {@code fixedTokens} or the count in {@code numTokens}, clamped to {@code [0, maxTokens]};
+     * the {@code first} thread of the grid writes a fixed m to {@code numTokens} for the kernels
+     * after pack and, with {@code checkIds}, reports a count out of range.
+     */
+    static int tokenCount(KernelContext ctx, Buf numTokens, Buf inputReport, int fixedTokens, int maxTokens,
+                          int checkIds, boolean first) {
+        int count = fixedTokens >= 0 ? fixedTokens : numTokens.getInt(0);
+        int m = clamp(count, 0, maxTokens);
+        if (fixedTokens >= 0 && first) {
+            numTokens.setInt(0, m);
+        }
+        if (checkIds != 0 && m != count && first) {
+            report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
+        }
+        return m;
+    }
+
+    /**
+     * After the scan: token {@code t}'s (thread {@code tid < n}) first pair here, and, when it has
+     * a row, the row's token, pairs and routing by row number {@code chunkRow} for the copy.
+     */
+    static void recordToken(int tid, int n, int t, int chunkRow, int pairBase, int pairs, long[] tokenLocal,
+                            int[] tokenPairBase, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask) {
+        if (tid < n) {
+            tokenPairBase[tid] = pairBase;
+            if (pairs > 0) {
+                rowToken[chunkRow] = t;
+                rowPairBase[chunkRow] = pairBase;
+                rowPairs[chunkRow] = pairs;
+                rowMask[chunkRow] = tokenLocal[tid];
+            }
+        }
+    }
+
+    /**
+     * Token {@code chunk + tid}'s routing to this destination (for {@code tid < n}), read once: bit
+     * k of {@code tokenLocal[tid]} for a slot that routes here, of {@code tokenDropped[tid]} for a
+     * slot whose pairLocation this block sets to -1 (checked ids reported). The routes come from
+     * {@code slotRoute} when the chunk had a thread per slot ({@link #routeSlots}), else from
+     * {@link #routeSlot} here. Returns the token's pairs here (0 past the chunk).
+     */
+    static int routeToken(KernelContext ctx, int[] ids, int[] slotRoute, long[] tokenLocal, long[] tokenDropped,
+                          int chunk, int n, int topK, int tid, int threads, int firstExpert, int expertsPerRank,
+                          boolean dropsOutOfRange, boolean check, Buf inputReport) {
+        if (tid >= n) {
+            return 0;
+        }
+        long localMask = 0;
+        long dropMask = 0;
+        for (int k = 0; k < topK; k++) {
+            int route = n * topK <= threads ? slotRoute[tid * topK + k]
+                    : routeSlot(ctx, ids, tid * topK, k, chunk + tid, firstExpert, expertsPerRank, dropsOutOfRange,
+                            check, inputReport);
+            if (route == SLOT_HERE) {
+                localMask |= 1L << k;
+            } else if (route == SLOT_DROPPED) {
+                dropMask |= 1L << k;
+            }
+        }
+        tokenLocal[tid] = localMask;
+        tokenDropped[tid] = dropMask;
+        return Long.bitCount(localMask);
+    }
+
+    /** {@link #routeSlot} of the chunk's slot {@code tid} (of {@code n * topK}) into {@code slotRoute[tid]}. */
+    static void routeSlots(KernelContext ctx, int[] ids, int[] slotRoute, int chunk, int n, int topK, int tid,
+                           int firstExpert, int expertsPerRank, boolean dropsOutOfRange, boolean check,
+                           Buf inputReport) {
+        if (tid < n * topK) {
+            int token = tid / topK;
+            slotRoute[tid] = routeSlot(ctx, ids, token * topK, tid - token * topK, chunk + token, firstExpert,
+                    expertsPerRank, dropsOutOfRange, check, inputReport);
+        }
+    }
+
+    /** Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}. */
+    static boolean namedBefore(int[] ids, int first, int k, int id) {
         boolean seen = false;
         for (int j = 0; j < k; j++) {
-            if ((localMask & (1L << j)) != 0 && ids[first + j] == id) {
+            if (ids[first + j] == id) {
                 seen = true;
             }
         }

@@ -132,7 +132,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         return numGroups() * maxTokensPerRank;
     }
 
-    /** Whether dispatch quantises the tokens (bf16 or fp16) to fp8_e4m3 with block scales: expertInType differs from inType. */
+    /** Whether dispatch quantises the (bf16 or fp16) tokens to fp8_e4m3 with block scales: expertInType is not inType. */
     public boolean quantizes() {
         return expertInType != inType;
     }

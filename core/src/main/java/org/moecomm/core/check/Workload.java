@@ -75,7 +75,7 @@ public final class Workload {
             return new Options(fixedTokens, tokensPerGroup, routing, hotRank, fraction, edgeValues);
         }
 
-        /** Whether bf16 and fp16 tokens are drawn block by block from the edge cases of quantisation ({@link EdgeValues}). */
+        /** Whether bf16 and fp16 tokens are drawn block by block from quantisation's edge cases ({@link EdgeValues}). */
         public Options edgeValues(boolean on) {
             return new Options(fixedTokens, tokensPerGroup, routing, hotRank, dropFraction, on);
         }

@@ -39,7 +39,7 @@ public final class BufferLayout {
 
     // ---- rows ----
 
-    /** Token bytes of a dispatch row: H * expertInType.bytes (the input's bytes, or fp8 codes when dispatch quantises). */
+    /** Token bytes of a dispatch row: H * expertInType.bytes (x's bytes, or fp8 codes when dispatch quantises). */
     public int xBytes() {
         return xBytes;
     }

@@ -220,7 +220,8 @@ public final class MoeKernels {
                 int lo = min(chunkRows, ctx.groupIdy() * share);
                 int hi = min(chunkRows, lo + share);
                 copyRowsToSend(ctx, x, xScale, chunkIds, chunk, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo,
-                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes, quantizeFrom);
+                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes,
+                        quantizeFrom);
                 boolean put = putPeer >= 0 && hi > lo;
                 finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);

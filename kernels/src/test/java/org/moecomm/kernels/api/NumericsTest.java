@@ -273,7 +273,8 @@ class NumericsTest {
                 "a negative NaN gives the same code");
         assertEquals((byte) 0x7f, Numerics.quantizeFp8e4m3(Float.NEGATIVE_INFINITY, Float.POSITIVE_INFINITY));
         assertEquals((byte) 0x80, Numerics.quantizeFp8e4m3(-5f, Float.POSITIVE_INFINITY));
-        assertEquals((byte) 0x7e, Numerics.quantizeFp8e4m3(1f, Numerics.fp8e4m3Scale(1f)), "the largest value maps to 448");
+        assertEquals((byte) 0x7e, Numerics.quantizeFp8e4m3(1f, Numerics.fp8e4m3Scale(1f)),
+                "the largest value maps to 448");
         assertEquals((byte) 0x01, Numerics.quantizeFp8e4m3(0x1p-9f, 1f), "the smallest subnormal code");
         assertEquals((byte) 0x38, Numerics.quantizeFp8e4m3(1f + 0x1p-4f, 1f), "a tie rounds to the even code");
         SplittableRandom r = new SplittableRandom(15);

@@ -36,7 +36,7 @@ public class PackQuantizationTest {
         arena.close();
     }
 
-    /** Random 16-bit tokens, block by block: any bit pattern, values in [-1, 1], zeros of both signs, one huge value. */
+    /** Random 16-bit tokens, block by block: any bit pattern, values in [-1, 1], zeros of both signs, a huge value. */
     public static short[] edgeTokens(int values, SplittableRandom r) {
         short[] v = new short[values];
         for (int first = 0; first < values; first += MoeKernels.SCALE_BLOCK) {

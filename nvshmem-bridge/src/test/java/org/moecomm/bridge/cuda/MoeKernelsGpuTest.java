@@ -89,13 +89,7 @@ class MoeKernelsGpuTest {
      */
     private static KernelCase packCase(MoeShape c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
         SplittableRandom r = new SplittableRandom(seed);
-        int[] indices = new int[c.m() * c.k()];
-        for (int t = 0; t < c.m(); t++) {
-            int[] experts = r.ints(0, c.e()).distinct().limit(c.k()).toArray();
-            for (int k = 0; k < c.k(); k++) {
-                indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
-            }
-        }
+        int[] indices = randomIndices(c, r);
         if (badAt >= 0) {
             indices[badAt] = c.e() + 3;
         }
@@ -138,13 +132,7 @@ class MoeKernelsGpuTest {
     private static KernelCase quantizingPackCase(MoeShape c, int m, int member, int threads, int blocksY,
                                                  boolean fp16, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
-        int[] indices = new int[c.m() * c.k()];
-        for (int t = 0; t < c.m(); t++) {
-            int[] experts = r.ints(0, c.e()).distinct().limit(c.k()).toArray();
-            for (int k = 0; k < c.k(); k++) {
-                indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
-            }
-        }
+        int[] indices = randomIndices(c, r);
         return KernelCase.of(QuantizingPack.class, "pack", Grid.of(c.w(), blocksY, threads))
                 .label(c + " m=" + m + " threads=" + threads + " y=" + blocksY + (fp16 ? " fp16" : " bf16"))
                 .shorts("x", PackQuantizationTest.edgeTokens(c.m() * c.h(), r))
@@ -156,6 +144,18 @@ class MoeKernelsGpuTest {
                 .ints("inputReport", new int[MoeKernels.REPORT_INTS])
                 .arg(c.h()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes()).arg(c.m())
                 .arg(c.maxPairs()).arg(fp16 ? MoeKernels.DTYPE_FP16 : MoeKernels.DTYPE_BF16);
+    }
+
+    /** K distinct experts per token of M, about one slot in seven -1. */
+    private static int[] randomIndices(MoeShape c, SplittableRandom r) {
+        int[] indices = new int[c.m() * c.k()];
+        for (int t = 0; t < c.m(); t++) {
+            int[] experts = r.ints(0, c.e()).distinct().limit(c.k()).toArray();
+            for (int k = 0; k < c.k(); k++) {
+                indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
+            }
+        }
+        return indices;
     }
 
     // ---- scatter ----

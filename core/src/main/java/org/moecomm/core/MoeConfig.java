@@ -78,8 +78,8 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         }
         if (expertInType != inType) {
             if (expertInType != DType.FP8_E4M3 || !QUANTIZED_IN_TYPES.contains(inType)) {
-                throw new IllegalArgumentException("dispatch converts only " + QUANTIZED_IN_TYPES
-                        + " tokens, to fp8_e4m3 (inType " + inType + ", expertInType " + expertInType + ")");
+                throw new IllegalArgumentException("dispatch converts only bf16 and fp16 tokens, to fp8_e4m3 (inType "
+                        + inType + ", expertInType " + expertInType + ")");
             }
             if (hidden % SCALE_BLOCK != 0) {
                 throw new IllegalArgumentException("a quantising dispatch needs hidden to be a multiple of "

@@ -15,7 +15,8 @@ import org.moecomm.kernels.api.Specialize;
  * Rows are copied by teams of whole warps ({@link #teamWidth}: one warp per row when a block has
  * many, the whole block on a decode block's one row) with 16-byte copies, so
  * token byte counts ({@code xBytes}, {@code yBytes}) and {@code rowBytes} must be multiples
- * of 16 (they are: H % 16 == 0).
+ * of 16 (they are: H % 16 == 0). A quantising dispatch's tokens and scales are written by
+ * {@link #finishShare} instead (eight threads per block of 128 values).
  *
  * <p>The kernels are written for the bytecode-to-PTX compiler: int/long/float arithmetic,
  * {@link Buf} accessors, context methods, block-shared arrays of constant size, loops and

@@ -47,7 +47,7 @@ public class CpuBackendBenchmark {
 
     @State(Scope.Benchmark)
     public static class World {
-        @Param({"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3"})
+        @Param({"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3", "deepseek-v3-bf16-to-fp8"})
         public String preset;
 
         @Param({"1", "128"})

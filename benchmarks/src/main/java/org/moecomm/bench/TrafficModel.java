@@ -37,7 +37,8 @@ record TrafficModel(long pairs, long dispatchRows, long logicalDispatchBytes, lo
                 rows += destinations.size();
             }
         }
-        long tokenBytes = (long) c.hidden() * c.inType().bytes() + 4L * c.scalesPerToken();
+        // the tokens as dispatch moves them: fp8 codes and scales when it quantises
+        long tokenBytes = (long) c.hidden() * c.expertInType().bytes() + 4L * c.scalesPerToken();
         long yBytes = (long) c.hidden() * c.expertOutType().bytes();
         return new TrafficModel(pairs, rows, pairs * tokenBytes, pairs * c.hidden() * 2L, rows * layout.rowBytes(),
                 pairs * yBytes * c.groupSize(), DeviceBytes.of(c, layout, tokens, pairs, rows));

@@ -235,7 +235,7 @@ class CommandsCpuTest {
     void badOptionsAreRefusedBeforeRunning() {
         assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--preset", "nope"));
         assertEquals("demo: Invalid value for option '--preset': 'nope' is not a preset (deepseek-v3, deepseek-v2-lite,"
-                + " qwen3-30b-a3b, mixtral-8x7b) (--help lists the options)", err().strip());
+                + " qwen3-30b-a3b, mixtral-8x7b, deepseek-v3-bf16-to-fp8) (--help lists the options)", err().strip());
         errBytes.reset();
         // configurations the handle refuses: one line, status 2, nothing run
         assertEquals(2, execute(new DemoCommand(), "--backend", "cpu", "--world", "3"));

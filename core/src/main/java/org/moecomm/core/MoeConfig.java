@@ -17,7 +17,11 @@ import java.util.Set;
  * @param worldSize        W: ranks
  * @param groupSize        G: ranks per token group, which hold identical tokens (1 = plain data parallelism)
  * @param inType           dispatch token dtype: BF16, FP16 or FP8_E4M3
- * @param blockScales      whether tokens carry float32 scales per 128 elements (required for, and only for, FP8_E4M3)
+ * @param expertInType     dtype of dispatch's output tokens (expertX), which the rows carry: inType, or FP8_E4M3
+ *                         for BF16 and FP16 tokens, which dispatch then quantises with a float32 scale per 128
+ *                         values (docs/contract.md, "Quantising dispatch"; H a multiple of 128)
+ * @param blockScales      whether the input tokens carry float32 scales per 128 elements (required for, and only for,
+ *                         inType FP8_E4M3)
  * @param expertOutType    dtype of the expert outputs given to combine: BF16, FP16 or FP32
  * @param outType          dtype of combine's output: BF16 or FP16
  * @param waitTimeout      bound of every wait for a peer; passing it raises {@link WaitTimeoutException}
@@ -25,20 +29,23 @@ import java.util.Set;
  * @param peerWrites    how rows reach a peer's buffers (default {@link PeerWrites#AUTO}: direct stores where mapped)
  */
 public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidden, int worldSize, int groupSize,
-                        DType inType, boolean blockScales, DType expertOutType, DType outType,
+                        DType inType, DType expertInType, boolean blockScales, DType expertOutType, DType outType,
                         Duration waitTimeout, InputCheck inputCheck, PeerWrites peerWrites) {
 
     /** Elements covered by one block scale. */
-    public static final int SCALE_BLOCK = 128;
+    public static final int SCALE_BLOCK = MoeKernels.SCALE_BLOCK;
     /** Default bound of a wait for a peer. */
     public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(30);
 
     private static final Set<DType> IN_TYPES = Set.of(DType.BF16, DType.FP16, DType.FP8_E4M3);
+    /** Input dtypes a dispatch can quantise to fp8_e4m3. */
+    private static final Set<DType> QUANTIZED_IN_TYPES = Set.of(DType.BF16, DType.FP16);
     private static final Set<DType> EXPERT_OUT_TYPES = Set.of(DType.BF16, DType.FP16, DType.FP32);
     private static final Set<DType> OUT_TYPES = Set.of(DType.BF16, DType.FP16);
 
     public MoeConfig {
         Objects.requireNonNull(inType, "inType");
+        Objects.requireNonNull(expertInType, "expertInType");
         Objects.requireNonNull(expertOutType, "expertOutType");
         Objects.requireNonNull(outType, "outType");
         Objects.requireNonNull(waitTimeout, "waitTimeout");
@@ -68,6 +75,16 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         }
         if (!IN_TYPES.contains(inType)) {
             throw new IllegalArgumentException("dispatch dtype must be one of " + IN_TYPES + ", got " + inType);
+        }
+        if (expertInType != inType) {
+            if (expertInType != DType.FP8_E4M3 || !QUANTIZED_IN_TYPES.contains(inType)) {
+                throw new IllegalArgumentException("dispatch converts only bf16 and fp16 tokens, to fp8_e4m3 (inType "
+                        + inType + ", expertInType " + expertInType + ")");
+            }
+            if (hidden % SCALE_BLOCK != 0) {
+                throw new IllegalArgumentException("a quantising dispatch needs hidden to be a multiple of "
+                        + SCALE_BLOCK + " (one scale per " + SCALE_BLOCK + " values), got " + hidden);
+            }
         }
         if (blockScales != (inType == DType.FP8_E4M3)) {
             throw new IllegalArgumentException("block scales go with fp8_e4m3 tokens and only with them (inType "
@@ -115,9 +132,26 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         return numGroups() * maxTokensPerRank;
     }
 
-    /** Float32 scales per token: ceil(H / 128) with block scales, else 0. */
+    /** Whether dispatch quantises the (bf16 or fp16) tokens to fp8_e4m3 with block scales: expertInType is not inType. */
+    public boolean quantizes() {
+        return expertInType != inType;
+    }
+
+    /**
+     * Float32 scales per token of dispatch's rows and of {@code expertXScale}: ceil(H / 128) when the
+     * experts get fp8_e4m3 tokens (the input's scales, or those a quantising dispatch computes), else 0.
+     */
     public int scalesPerToken() {
-        return blockScales ? (hidden + SCALE_BLOCK - 1) / SCALE_BLOCK : 0;
+        return expertInType == DType.FP8_E4M3 ? blocksPerToken() : 0;
+    }
+
+    /** Float32 scales per token of the input {@code xScale}: ceil(H / 128) with block scales, else 0. */
+    public int inputScalesPerToken() {
+        return blockScales ? blocksPerToken() : 0;
+    }
+
+    private int blocksPerToken() {
+        return (hidden + SCALE_BLOCK - 1) / SCALE_BLOCK;
     }
 
     /** Token group of {@code rank}. */
@@ -136,19 +170,22 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
 
     /**
      * A builder holding this config. Block scales are left to follow the dispatch dtype (they are
-     * fixed by it), so {@code toBuilder().inType(DType.FP8_E4M3).build()} gets scales.
+     * fixed by it), so {@code toBuilder().inType(DType.FP8_E4M3).build()} gets scales; so is the
+     * expert input dtype unless dispatch quantises.
      */
     public Builder toBuilder() {
-        return new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
+        Builder b = new Builder().maxTokensPerRank(maxTokensPerRank).numExperts(numExperts).topK(topK).hidden(hidden)
                 .worldSize(worldSize).groupSize(groupSize).inType(inType)
                 .expertOutType(expertOutType).outType(outType).waitTimeout(waitTimeout).inputCheck(inputCheck)
                 .peerWrites(peerWrites);
+        return quantizes() ? b.expertInType(expertInType) : b;
     }
 
     @Override
     public String toString() {
         return "M=" + maxTokensPerRank + " E=" + numExperts + " K=" + topK + " H=" + hidden + " W=" + worldSize
-                + " G=" + groupSize + " in=" + inType.label() + (blockScales ? "+scales" : "") + " expertOut="
+                + " G=" + groupSize + " in=" + inType.label() + (blockScales ? "+scales" : "")
+                + (quantizes() ? " expertIn=" + expertInType.label() + "+scales" : "") + " expertOut="
                 + expertOutType.label() + " out=" + outType.label() + " timeout=" + waitTimeout.toMillis() + "ms"
                 + (inputCheck == InputCheck.AUTO ? "" : " idCheck=" + inputCheck)
                 + (peerWrites == PeerWrites.AUTO ? "" : " peerWrites=" + peerWrites);
@@ -163,6 +200,7 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         private int worldSize = 1;
         private int groupSize = 1;
         private DType inType = DType.BF16;
+        private DType expertInType;
         private Boolean blockScales;
         private DType expertOutType = DType.BF16;
         private DType outType = DType.BF16;
@@ -178,6 +216,8 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         public Builder groupSize(int v) { groupSize = v; return this; }
         /** Sets the dispatch dtype; block scales follow it (on for fp8) unless set explicitly. */
         public Builder inType(DType v) { inType = v; return this; }
+        /** Sets the dtype the experts get; FP8_E4M3 with bf16 or fp16 tokens makes dispatch quantise. Unset: inType. */
+        public Builder expertInType(DType v) { expertInType = v; return this; }
         public Builder blockScales(boolean v) { blockScales = v; return this; }
         public Builder expertOutType(DType v) { expertOutType = v; return this; }
         public Builder outType(DType v) { outType = v; return this; }
@@ -187,8 +227,9 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
 
         public MoeConfig build() {
             boolean scales = blockScales != null ? blockScales : inType == DType.FP8_E4M3;
-            return new MoeConfig(maxTokensPerRank, numExperts, topK, hidden, worldSize, groupSize, inType, scales,
-                    expertOutType, outType, waitTimeout, inputCheck, peerWrites);
+            return new MoeConfig(maxTokensPerRank, numExperts, topK, hidden, worldSize, groupSize, inType,
+                    expertInType != null ? expertInType : inType, scales, expertOutType, outType, waitTimeout,
+                    inputCheck, peerWrites);
         }
     }
 }

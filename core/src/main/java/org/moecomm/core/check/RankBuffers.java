@@ -48,12 +48,13 @@ public final class RankBuffers {
         int l = c.expertsPerRank();
         int cap = c.expertCapacity();
         x = memory.allocate(c.inType(), mMax, c.hidden());
-        xScale = c.blockScales() ? memory.allocate(DType.FP32, mMax, c.scalesPerToken()) : null;
+        xScale = c.blockScales() ? memory.allocate(DType.FP32, mMax, c.inputScalesPerToken()) : null;
         indices = memory.allocate(DType.INT32, mMax, c.topK());
         weights = memory.allocate(DType.FP32, mMax, c.topK());
         countBuf = memory.allocate(16);
-        dispatchOut = new DispatchOutput(memory.allocate(DType.INT32, l), memory.allocate(c.inType(), l, cap, c.hidden()),
-                c.blockScales() ? memory.allocate(DType.FP32, l, cap, c.scalesPerToken()) : null);
+        dispatchOut = new DispatchOutput(memory.allocate(DType.INT32, l),
+                memory.allocate(c.expertInType(), l, cap, c.hidden()),
+                c.scalesPerToken() > 0 ? memory.allocate(DType.FP32, l, cap, c.scalesPerToken()) : null);
         expertY = memory.allocate(c.expertOutType(), l, cap, c.hidden());
         out = memory.allocate(c.outType(), mMax, c.hidden());
     }
@@ -129,7 +130,7 @@ public final class RankBuffers {
         MoeConfig c = config;
         int l = c.expertsPerRank();
         int h = c.hidden();
-        int xb = h * c.inType().bytes();
+        int xb = h * c.expertInType().bytes();
         int yb = h * c.expertOutType().bytes();
         int s = c.scalesPerToken();
         long cap = c.expertCapacity();

@@ -85,7 +85,7 @@ public final class ResultCheck {
         List<List<Reference.ExpertRow>> expected = ref.dispatch(rank);
         int l = c.expertsPerRank();
         int h = c.hidden();
-        int xb = h * c.inType().bytes();
+        int xb = h * c.expertInType().bytes();
         int sb = 4 * c.scalesPerToken();
         long cap = c.expertCapacity();
         try (Arena arena = Arena.ofConfined()) {

@@ -14,8 +14,9 @@ import org.moecomm.core.reference.Reference;
 /**
  * Many checked rounds on one handle, each with new inputs: a random m per rank group (0 and M
  * among them), random -1 ids, routing that is uniform or skewed towards a rank that changes from
- * round to round, m given as a Java int and in device memory in turn, and each rank arriving at
- * each half after its own random delay. Every round is checked in full against the reference
+ * round to round, m given as a Java int and in device memory in turn, tokens from the
+ * quantisation's edge cases when dispatch quantises, and each rank arriving at each half after
+ * its own random delay. Every round is checked in full against the reference
  * ({@link CheckedRound}): the expert counts, every expert row as a multiset, the rows beyond the
  * counts untouched, and every element of the combine output.
  *
@@ -77,7 +78,8 @@ public final class StressRounds {
             int kind = rnd.nextInt(8);
             m[g] = kind == 0 ? 0 : kind == 1 ? max : rnd.nextInt(max + 1);
         }
-        Workload.Options o = Workload.Options.defaults().tokensPerGroup(m).drop(rnd.nextDouble() * options.maxDrop());
+        Workload.Options o = Workload.Options.defaults().tokensPerGroup(m).drop(rnd.nextDouble() * options.maxDrop())
+                .edgeValues(config.quantizes());
         if (rnd.nextInt(3) != 0) {
             o = o.skewedTo(rnd.nextInt(config.worldSize()));
         }

@@ -18,7 +18,8 @@ import org.moecomm.core.reference.Reference;
  * in [0, M]); tokens x with values in [-1, 1] (bf16/fp16), or fp8-e4m3 values in [-4, 4] with
  * positive block scales in [1/8, 8); K distinct experts per token, uniform or skewed (half of all
  * picks go to the experts of one rank), optionally some slots replaced by -1; weights in
- * [1/32, 1).
+ * [1/32, 1). With {@link Options#edgeValues(boolean)} bf16 and fp16 tokens are drawn block by block
+ * (128 values) from the cases that test a quantising dispatch's rule ({@link EdgeValues}).
  */
 public final class Workload {
     /** How tokens pick their experts. */
@@ -30,7 +31,8 @@ public final class Workload {
     }
 
     /** Generation options; immutable, each setter returns a copy. */
-    public record Options(int fixedTokens, int[] tokensPerGroup, Routing routing, int hotRank, double dropFraction) {
+    public record Options(int fixedTokens, int[] tokensPerGroup, Routing routing, int hotRank, double dropFraction,
+                          boolean edgeValues) {
         public Options {
             Objects.requireNonNull(routing, "routing");
             tokensPerGroup = tokensPerGroup == null ? null : tokensPerGroup.clone();
@@ -39,49 +41,56 @@ public final class Workload {
             }
         }
 
-        /** Defaults: m uniform in [0, M] per group, uniform routing, no -1 ids. */
+        /** Defaults: m uniform in [0, M] per group, uniform routing, no -1 ids, values in [-1, 1]. */
         public static Options defaults() {
-            return new Options(-1, null, Routing.UNIFORM, 0, 0);
+            return new Options(-1, null, Routing.UNIFORM, 0, 0, false);
         }
 
         /** Every group has m tokens. */
         public Options tokens(int m) {
-            return new Options(m, null, routing, hotRank, dropFraction);
+            return new Options(m, null, routing, hotRank, dropFraction, edgeValues);
         }
 
         /** Group g has {@code m[g]} tokens. */
         public Options tokensPerGroup(int... m) {
-            return new Options(-1, m, routing, hotRank, dropFraction);
+            return new Options(-1, m, routing, hotRank, dropFraction, edgeValues);
         }
 
         /** m uniform in [0, M] per group (the default). */
         public Options randomTokens() {
-            return new Options(-1, null, routing, hotRank, dropFraction);
+            return new Options(-1, null, routing, hotRank, dropFraction, edgeValues);
         }
 
         public Options routing(Routing r) {
-            return new Options(fixedTokens, tokensPerGroup, r, hotRank, dropFraction);
+            return new Options(fixedTokens, tokensPerGroup, r, hotRank, dropFraction, edgeValues);
         }
 
         /** Skewed routing towards {@code rank}'s experts. */
         public Options skewedTo(int rank) {
-            return new Options(fixedTokens, tokensPerGroup, Routing.SKEWED, rank, dropFraction);
+            return new Options(fixedTokens, tokensPerGroup, Routing.SKEWED, rank, dropFraction, edgeValues);
         }
 
         /** Fraction of (token, slot) entries replaced by -1. */
         public Options drop(double fraction) {
-            return new Options(fixedTokens, tokensPerGroup, routing, hotRank, fraction);
+            return new Options(fixedTokens, tokensPerGroup, routing, hotRank, fraction, edgeValues);
+        }
+
+        /** Whether bf16 and fp16 tokens are drawn block by block from quantisation's edge cases ({@link EdgeValues}). */
+        public Options edgeValues(boolean on) {
+            return new Options(fixedTokens, tokensPerGroup, routing, hotRank, dropFraction, on);
         }
 
         @Override
         public boolean equals(Object o) {
             return o instanceof Options p && p.fixedTokens == fixedTokens && Arrays.equals(p.tokensPerGroup, tokensPerGroup)
-                    && p.routing == routing && p.hotRank == hotRank && p.dropFraction == dropFraction;
+                    && p.routing == routing && p.hotRank == hotRank && p.dropFraction == dropFraction
+                    && p.edgeValues == edgeValues;
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(fixedTokens, Arrays.hashCode(tokensPerGroup), routing, hotRank, dropFraction);
+            return Objects.hash(fixedTokens, Arrays.hashCode(tokensPerGroup), routing, hotRank, dropFraction,
+                    edgeValues);
         }
 
         @Override
@@ -90,7 +99,7 @@ public final class Workload {
                     : tokensPerGroup != null ? "m=" + Arrays.toString(tokensPerGroup) : "m=random";
             return m + " " + routing.name().toLowerCase(java.util.Locale.ROOT)
                     + (routing == Routing.SKEWED ? "(rank " + hotRank + ")" : "")
-                    + (dropFraction > 0 ? " drop=" + dropFraction : "");
+                    + (dropFraction > 0 ? " drop=" + dropFraction : "") + (edgeValues ? " edge-values" : "");
         }
     }
 
@@ -142,9 +151,14 @@ public final class Workload {
     private static RankInputs group(MoeConfig c, Options o, int m, SplittableRandom rnd) {
         int h = c.hidden();
         int k = c.topK();
-        int s = c.scalesPerToken();
+        int s = c.inputScalesPerToken();
         byte[] x = new byte[m * h * c.inType().bytes()];
-        for (int i = 0; i < m * h; i++) {
+        boolean edges = o.edgeValues() && (c.inType() == DType.BF16 || c.inType() == DType.FP16);
+        for (int i = 0; i < m * h; i += edges ? MoeConfig.SCALE_BLOCK : 1) {
+            if (edges) {
+                EdgeValues.block(c.inType(), rnd, x, i, Math.min(MoeConfig.SCALE_BLOCK, m * h - i));
+                continue;
+            }
             float v = (float) (rnd.nextDouble() * 2 - 1);
             if (c.inType() == DType.FP8_E4M3) {
                 v *= 4;
@@ -249,19 +263,19 @@ public final class Workload {
 
     /**
      * The fake expert {@code e}: {@code y[h] = v[h] * (1 + e/E) + e/(16E)} in float32, where
-     * {@code v} is the token dequantised (fp8 values times their block's scale), stored as
-     * expertOutType. Needs only the row and the expert id, so it can be applied to dispatch's
-     * output rows.
+     * {@code v} is the token as the expert receives it, dequantised (fp8 values times their block's
+     * scale), stored as expertOutType. Needs only the row and the expert id, so it can be applied
+     * to dispatch's output rows.
      */
     public static byte[] fakeExpert(MoeConfig c, int expert, byte[] tokenBytes, float[] scales) {
         int h = c.hidden();
         float a = 1f + (float) expert / c.numExperts();
         float b = (float) expert / (16f * c.numExperts());
         byte[] y = new byte[h * c.expertOutType().bytes()];
-        float[] v = Reference.decodeAll(c.inType(), tokenBytes, h);
+        float[] v = Reference.decodeAll(c.expertInType(), tokenBytes, h);
         for (int i = 0; i < h; i++) {
             float x = v[i];
-            if (c.blockScales()) {
+            if (c.scalesPerToken() > 0) {
                 x = x * scales[i / MoeConfig.SCALE_BLOCK];
             }
             float product = x * a;

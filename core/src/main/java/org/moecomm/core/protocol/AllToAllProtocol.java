@@ -285,7 +285,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, layout.xBytes(),
                 config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
                 layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
-                inputReport != null ? 1 : 0};
+                inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1};
     }
 
     // ---- step 2: dispatch recv ----

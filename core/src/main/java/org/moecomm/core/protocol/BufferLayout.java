@@ -21,7 +21,7 @@ public final class BufferLayout {
 
     public BufferLayout(MoeConfig config) {
         this.config = config;
-        this.xBytes = Math.multiplyExact(config.hidden(), config.inType().bytes());
+        this.xBytes = Math.multiplyExact(config.hidden(), config.expertInType().bytes());
         this.scaleBytes = 4 * config.scalesPerToken();
         this.metaBytes = 4 * (2 + config.topK());
         this.rowBytes = Math.addExact(Math.addExact(align16(xBytes), align16(scaleBytes)), align16(metaBytes));
@@ -39,7 +39,7 @@ public final class BufferLayout {
 
     // ---- rows ----
 
-    /** Token bytes of a dispatch row: H * inType.bytes. */
+    /** Token bytes of a dispatch row: H * expertInType.bytes (x's bytes, or fp8 codes when dispatch quantises). */
     public int xBytes() {
         return xBytes;
     }

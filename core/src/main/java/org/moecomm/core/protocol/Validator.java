@@ -64,9 +64,9 @@ public final class Validator {
         if (config.blockScales()) {
             if (in.xScale() == null) {
                 throw new IllegalArgumentException("xScale: missing; " + config.inType().label()
-                        + " tokens need float32 block scales [>=m][" + config.scalesPerToken() + "]");
+                        + " tokens need float32 block scales [>=m][" + config.inputScalesPerToken() + "]");
             }
-            matrix("xScale", in.xScale(), DType.FP32, m, config.scalesPerToken(), "ceil(H/128)");
+            matrix("xScale", in.xScale(), DType.FP32, m, config.inputScalesPerToken(), "ceil(H/128)");
         } else if (in.xScale() != null) {
             throw new IllegalArgumentException("xScale: unexpected; " + config.inType().label()
                     + " tokens carry no block scales");
@@ -88,16 +88,17 @@ public final class Validator {
         int l = config.expertsPerRank();
         int capacity = config.expertCapacity();
         exact("expertNumTokens", out.expertNumTokens(), DType.INT32, new long[] {l}, "[L]");
-        exact("expertX", out.expertX(), config.inType(), new long[] {l, capacity, config.hidden()}, "[L][NG*M][H]");
-        if (config.blockScales()) {
+        exact("expertX", out.expertX(), config.expertInType(), new long[] {l, capacity, config.hidden()},
+                "[L][NG*M][H]");
+        if (config.scalesPerToken() > 0) {
             if (out.expertXScale() == null) {
-                throw new IllegalArgumentException("expertXScale: missing; " + config.inType().label()
+                throw new IllegalArgumentException("expertXScale: missing; " + config.expertInType().label()
                         + " tokens need float32 block scales [L][NG*M][" + config.scalesPerToken() + "]");
             }
             exact("expertXScale", out.expertXScale(), DType.FP32,
                     new long[] {l, capacity, config.scalesPerToken()}, "[L][NG*M][ceil(H/128)]");
         } else if (out.expertXScale() != null) {
-            throw new IllegalArgumentException("expertXScale: unexpected; " + config.inType().label()
+            throw new IllegalArgumentException("expertXScale: unexpected; " + config.expertInType().label()
                     + " tokens carry no block scales");
         }
     }

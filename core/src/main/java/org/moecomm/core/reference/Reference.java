@@ -14,7 +14,9 @@ import org.moecomm.kernels.api.Numerics;
  *
  * <p>Dispatch on rank r: for each local expert l (expert {@code e = r*L + l}), every pair
  * (token t of group g, slot k) with {@code indices[t][k] == e}, over all groups g and all
- * t < m_g. Row order is the backend's choice, so the result is a multiset.
+ * t < m_g. Row order is the backend's choice, so the result is a multiset. A row holds the token
+ * as the experts receive it: its bytes and scales, or, when dispatch quantises, its fp8 codes and
+ * block scales ({@link Fp8Quantization}).
  *
  * <p>Combine on rank r of group g: {@code out[t][h] = sum_k weights[t][k] * y(e_k, g, t)[h]}
  * for t < m_g, accumulated in float32 from 0 in increasing k (a float multiply, then a float
@@ -23,6 +25,9 @@ import org.moecomm.kernels.api.Numerics;
 public final class Reference {
     private final MoeConfig config;
     private final List<RankInputs> ranks;
+    /** Per token group: the tokens as the experts receive them ([m][H] in expertInType) and their scales. */
+    private final List<byte[]> expertX;
+    private final List<float[]> expertXScale;
 
     /** Expert {@code expert} applied to token {@code token} of group {@code group}: H values in expertOutType, raw bytes. */
     @FunctionalInterface
@@ -62,7 +67,7 @@ public final class Reference {
         }
         int h = config.hidden();
         int k = config.topK();
-        int s = config.scalesPerToken();
+        int s = config.inputScalesPerToken();
         for (int r = 0; r < config.worldSize(); r++) {
             RankInputs in = this.ranks.get(r);
             int m = in.m();
@@ -84,6 +89,19 @@ public final class Reference {
                         + config.groupOf(r) * config.groupSize() + " of its token group");
             }
         }
+        this.expertX = new ArrayList<>(config.numGroups());
+        this.expertXScale = new ArrayList<>(config.numGroups());
+        for (int g = 0; g < config.numGroups(); g++) {
+            RankInputs in = groupInputs(g);
+            if (config.quantizes()) {
+                Fp8Quantization.Tokens q = Fp8Quantization.of(config.inType(), in.x(), in.m(), h);
+                expertX.add(q.codes());
+                expertXScale.add(q.scales());
+            } else {
+                expertX.add(in.x());
+                expertXScale.add(in.xScale());
+            }
+        }
     }
 
     public MoeConfig config() {
@@ -100,16 +118,19 @@ public final class Reference {
         return ranks.get(group * config.groupSize());
     }
 
-    /** The token bytes (H elements of the dispatch dtype) of token {@code token} of group {@code group}. */
+    /**
+     * The token bytes as the experts receive them (H elements of expertInType: the input's bytes,
+     * or their fp8 codes when dispatch quantises) of token {@code token} of group {@code group}.
+     */
     public byte[] tokenBytes(int group, int token) {
-        int xb = config.hidden() * config.inType().bytes();
-        return Arrays.copyOfRange(groupInputs(group).x(), token * xb, (token + 1) * xb);
+        int xb = config.hidden() * config.expertInType().bytes();
+        return Arrays.copyOfRange(expertX.get(group), token * xb, (token + 1) * xb);
     }
 
-    /** The block scales of token {@code token} of group {@code group} (empty without scales). */
+    /** The block scales the experts receive with token {@code token} of group {@code group} (empty without scales). */
     public float[] tokenScales(int group, int token) {
         int s = config.scalesPerToken();
-        return Arrays.copyOfRange(groupInputs(group).xScale(), token * s, (token + 1) * s);
+        return Arrays.copyOfRange(expertXScale.get(group), token * s, (token + 1) * s);
     }
 
     /** Dispatch on {@code rank}: for each local expert, the pairs routed to it (a multiset). */

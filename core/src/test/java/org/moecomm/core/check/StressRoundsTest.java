@@ -48,6 +48,14 @@ class StressRoundsTest {
         assertAllRoundsRight(run(config, new StressRounds.Options(40, 12, 0.3, 50)), 40);
     }
 
+    /** A quantising dispatch, each round's tokens drawn from the quantisation's edge cases. */
+    @Test
+    void manyQuantisingRoundsAreAllRight() {
+        MoeConfig config = config(4, 1, DType.BF16).toBuilder().expertInType(DType.FP8_E4M3).build();
+        assertTrue(StressRounds.workload(config, new StressRounds.Options(1, 13, 0.3, 0), 0).options().edgeValues());
+        assertAllRoundsRight(run(config, new StressRounds.Options(30, 13, 0.3, 50)), 30);
+    }
+
     @Test
     void theRoundsCoverEmptyAndFullRanksDropsAndSkew() {
         MoeConfig config = config(4, 1, DType.BF16);

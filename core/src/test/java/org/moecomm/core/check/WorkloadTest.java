@@ -100,4 +100,33 @@ class WorkloadTest {
         Reference.encode(DType.BF16, expected, one, 0);
         assertEquals(Reference.decode(DType.BF16, one, 0), Reference.decode(DType.BF16, a, 5));
     }
+
+    /** The edge values give the quantising tests every case of the rule: they are in the reference's rows. */
+    @Test
+    void edgeValuesCoverTheQuantisationCases() {
+        for (DType in : new DType[] {DType.BF16, DType.FP16}) {
+            MoeConfig c = MoeConfig.builder().worldSize(2).numExperts(4).topK(2).hidden(1024).maxTokensPerRank(16)
+                    .inType(in).expertInType(DType.FP8_E4M3).build();
+            Workload w = Workload.generate(c, 3, Workload.Options.defaults().tokens(16).edgeValues(true));
+            Set<Integer> codes = new HashSet<>();
+            boolean one = false;
+            boolean infinite = false;
+            boolean subnormal = false;
+            for (int g = 0; g < c.numGroups(); g++) {
+                for (int t = 0; t < 16; t++) {
+                    for (byte b : w.reference().tokenBytes(g, t)) {
+                        codes.add(b & 0xff);
+                    }
+                    for (float s : w.reference().tokenScales(g, t)) {
+                        one |= s == 1f;
+                        infinite |= s == Float.POSITIVE_INFINITY;
+                        subnormal |= s > 0 && s < Float.MIN_NORMAL;
+                    }
+                }
+            }
+            assertTrue(codes.containsAll(Set.of(0x00, 0x80, 0x7e, 0xfe, 0x7f, 0x01, 0x81)), in + ": " + codes);
+            assertTrue(one && infinite, in + ": zero blocks and infinite scales");
+            assertEquals(in == DType.BF16, subnormal, in + ": subnormal scales (bf16 only: fp16's are normal floats)");
+        }
+    }
 }

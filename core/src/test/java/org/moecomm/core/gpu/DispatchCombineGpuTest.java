@@ -30,7 +30,10 @@ class DispatchCombineGpuTest {
      * dtype (dispatch bf16/fp16/fp8, expert outputs bf16/fp16/fp32, out bf16/fp16), 50 rounds on
      * one handle, the send/recv halves with a kernel between them, the deepseek-v3 preset at
      * M = 128 with 8 PEs on one GPU, and the put path (every peer reached by staged puts, as
-     * InfiniBand and EFA peers are) next to the default direct stores.
+     * InfiniBand and EFA peers are) next to the default direct stores. The rows with
+     * {@code BF16->FP8_E4M3} or {@code FP16->FP8_E4M3} quantise in dispatch (bf16 or fp16 tokens,
+     * fp8 with block scales on the wire and to the experts; tokens from the quantisation's edge
+     * cases), as the deepseek-v3-bf16-to-fp8 preset does.
      */
     @ParameterizedTest(name = "W={0} G={1} E={2} K={3} H={4} M={5} {6}->{7}->{8} rounds={9} {10}")
     @CsvSource({
@@ -45,6 +48,10 @@ class DispatchCombineGpuTest {
         "4, 1, 16, 4, 512, 24, FP8_E4M3, BF16, BF16, 8, puts",
         "4, 2, 16, 4, 512, 16, BF16, FP32, BF16, 8, halves+puts",
         "2, 1, 256, 8, 7168, 128, FP8_E4M3, BF16, BF16, 4, puts",
+        "4, 1, 32, 8, 7168, 8, BF16->FP8_E4M3, BF16, BF16, 8, plain",
+        "2, 2, 16, 4, 384, 24, FP16->FP8_E4M3, FP32, FP16, 8, halves",
+        "4, 1, 16, 4, 512, 300, BF16->FP8_E4M3, BF16, BF16, 4, puts",
+        "8, 1, 256, 8, 7168, 128, BF16->FP8_E4M3, BF16, BF16, 4, plain",
     })
     void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut,
                                  String outType, int rounds, String mode) {
@@ -72,6 +79,7 @@ class DispatchCombineGpuTest {
     @CsvSource({
         "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
         "2, 16, 4, 512, 24, BF16, PUTS",
+        "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO",
     })
     void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);

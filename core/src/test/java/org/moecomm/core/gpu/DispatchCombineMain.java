@@ -24,7 +24,9 @@ import org.moecomm.kernels.ptx.PtxCompiler;
  * each checked against the plain-Java reference ({@link CheckedRound}), alternating the token
  * count between a Java int and a device buffer and cycling the workload through m = M, m = 0,
  * m < M per group with -1 ids, and skewed routing. Arguments: {@code G E K H M inType
- * expertOutType rounds seed [outType [mode]]}; with {@code halves} in the mode every operation
+ * expertOutType rounds seed [outType [mode]]}, inType being a dtype or {@code in->expertIn} for a
+ * quantising dispatch ({@code BF16->FP8_E4M3}: its tokens are drawn from the quantisation's edge
+ * cases, {@link Workload.Options#edgeValues(boolean)}); with {@code halves} in the mode every operation
  * runs as its send and receive halves with a kernel ({@link ScratchKernels#increment}) launched
  * between them, whose result is checked at the end; with {@code puts} every peer is reached by
  * staged puts ({@link PeerWrites#PUTS}) instead of direct stores. Prints {@code CHECK dispatch-combine ok rank r} or
@@ -40,19 +42,17 @@ public final class DispatchCombineMain {
         int world = Integer.parseInt(System.getenv(LaunchEnv.WORLD_SIZE));
         int g = Integer.parseInt(args[0]);
         int maxTokens = Integer.parseInt(args[4]);
-        MoeConfig base = MoeConfig.builder()
+        MoeConfig.Builder base = MoeConfig.builder()
                 .worldSize(world)
                 .groupSize(g)
                 .numExperts(Integer.parseInt(args[1]))
                 .topK(Integer.parseInt(args[2]))
                 .hidden(Integer.parseInt(args[3]))
                 .maxTokensPerRank(maxTokens)
-                .inType(DType.valueOf(args[5]))
                 .expertOutType(DType.valueOf(args[6]))
                 .outType(args.length > 9 ? DType.valueOf(args[9]) : DType.BF16)
-                .waitTimeout(Duration.ofSeconds(60))
-                .build();
-        MoeConfig config = base;
+                .waitTimeout(Duration.ofSeconds(60));
+        MoeConfig config = dispatchTypes(base, args[5]).build();
         int rounds = Integer.parseInt(args[7]);
         long seed = Long.parseLong(args[8]);
         String mode = args.length > 10 ? args[10] : "plain";
@@ -76,7 +76,7 @@ public final class DispatchCombineMain {
                     launches[0]++;
                 } : () -> { };
                 for (int i = 0; i < rounds; i++) {
-                    Workload w = Workload.generate(config, seed + i, variant(i, maxTokens, world));
+                    Workload w = Workload.generate(config, seed + i, variant(i, config));
                     long t0 = System.nanoTime();
                     ResultCheck.Report report = CheckedRound.run(buffers, w, i % 2 == 1, between);
                     long us = (System.nanoTime() - t0) / 1000;
@@ -104,9 +104,24 @@ public final class DispatchCombineMain {
         }
     }
 
-    /** Round i's workload: m = M; m = 0; m < M per group with 15% -1 ids; skewed to one rank. */
-    static Workload.Options variant(int i, int maxTokens, int world) {
-        Workload.Options o = Workload.Options.defaults();
+    /**
+     * Sets the dispatch dtypes from {@code types}: a dtype, or {@code in->expertIn} for a dispatch
+     * that converts (quantises) the tokens, as in {@code BF16->FP8_E4M3}.
+     */
+    static MoeConfig.Builder dispatchTypes(MoeConfig.Builder b, String types) {
+        String[] t = types.split("->");
+        b.inType(DType.valueOf(t[0].strip()));
+        return t.length > 1 ? b.expertInType(DType.valueOf(t[1].strip())) : b;
+    }
+
+    /**
+     * Round i's workload: m = M; m = 0; m < M per group with 15% -1 ids; skewed to one rank; with
+     * a quantising dispatch, tokens from the quantisation's edge cases.
+     */
+    static Workload.Options variant(int i, MoeConfig config) {
+        int maxTokens = config.maxTokensPerRank();
+        int world = config.worldSize();
+        Workload.Options o = Workload.Options.defaults().edgeValues(config.quantizes());
         return switch (i % 4) {
             case 0 -> o.tokens(maxTokens);
             case 1 -> o.tokens(0);

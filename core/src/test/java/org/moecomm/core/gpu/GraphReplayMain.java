@@ -18,7 +18,8 @@ import org.moecomm.core.launch.LaunchEnv;
  * writes a fresh workload (tokens, ids, weights, and m through a count in device memory, cycling
  * m = M, m = 0, -1 ids and skewed routing) into the same buffers and poisons the outputs; the
  * experts run on the host between the two graphs; every round is checked against the reference.
- * Arguments: {@code E K H M inType peerWrites rounds seed}. Prints {@code CHECK graph-replay ok
+ * Arguments: {@code E K H M inType peerWrites rounds seed}, inType as in {@link DispatchCombineMain}
+ * (a dtype, or {@code BF16->FP8_E4M3} for a quantising dispatch). Prints {@code CHECK graph-replay ok
  * rank r} or the problems (exit code 1).
  */
 public final class GraphReplayMain {
@@ -28,16 +29,15 @@ public final class GraphReplayMain {
     public static void main(String[] args) {
         int world = Integer.parseInt(System.getenv(LaunchEnv.WORLD_SIZE));
         int maxTokens = Integer.parseInt(args[3]);
-        MoeConfig config = MoeConfig.builder()
+        MoeConfig config = DispatchCombineMain.dispatchTypes(MoeConfig.builder()
                 .worldSize(world)
                 .numExperts(Integer.parseInt(args[0]))
                 .topK(Integer.parseInt(args[1]))
                 .hidden(Integer.parseInt(args[2]))
                 .maxTokensPerRank(maxTokens)
-                .inType(DType.valueOf(args[4]))
                 .peerWrites(PeerWrites.valueOf(args[5]))
                 .inputCheck(InputCheck.DEVICE)
-                .waitTimeout(Duration.ofSeconds(30))
+                .waitTimeout(Duration.ofSeconds(30)), args[4])
                 .build();
         int rounds = Integer.parseInt(args[6]);
         long seed = Long.parseLong(args[7]);
@@ -54,7 +54,7 @@ public final class GraphReplayMain {
                     RoundGraph combine = graphs.combine();
                     for (int i = 0; i < rounds; i++) {
                         Workload w = Workload.generate(config, seed + 1 + i,
-                                DispatchCombineMain.variant(i, maxTokens, world));
+                                DispatchCombineMain.variant(i, config));
                         buffers.upload(w.rank(rank), true);
                         buffers.poisonOutputs();
                         dispatch.replay();

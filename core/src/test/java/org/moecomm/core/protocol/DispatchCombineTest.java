@@ -15,7 +15,13 @@ import org.moecomm.core.testing.Harness;
 /**
  * The CPU backend (protocol + Java kernels on the JVM + Java transport) against the reference,
  * over world sizes, token groups, presets, dtypes and routing. Every case runs two rounds back
- * to back on one handle with fresh inputs, each checked bit for bit.
+ * to back on one handle with fresh inputs, each checked bit for bit (outputs poisoned, NaN in
+ * every float format, before each).
+ *
+ * <p>The quantising cases (bf16 or fp16 tokens, fp8-e4m3 with block scales on the wire and to the
+ * experts; the reference quantises the same way) draw their tokens block by block from the
+ * rule's edge cases: zeros of both signs, saturation, subnormal codes and scales, NaN, infinity,
+ * ties ({@link Workload.Options#edgeValues(boolean)}).
  */
 @Timeout(120)
 class DispatchCombineTest {
@@ -35,6 +41,15 @@ class DispatchCombineTest {
 
     private static Workload.Options random() {
         return Workload.Options.defaults();
+    }
+
+    /** The config with dispatch quantising its (bf16 or fp16) tokens to fp8-e4m3. */
+    private static MoeConfig quantizing(MoeConfig config) {
+        return config.toBuilder().expertInType(FP8).build();
+    }
+
+    private static Workload.Options edges() {
+        return Workload.Options.defaults().edgeValues(true);
     }
 
     static Stream<Arguments> cases() {
@@ -70,7 +85,26 @@ class DispatchCombineTest {
                 Arguments.of("W4 G2 puts fp8 skewed", puts(c(4, 2, 16, 4, 512, 12, FP8, FP32, BF16)),
                         random().skewedTo(1).drop(0.1)),
                 Arguments.of("W4 G1 puts deepseek-v2-lite m=0", puts(preset(Preset.DEEPSEEK_V2_LITE, 4, 1, 8)),
-                        random().tokens(0)));
+                        random().tokens(0)),
+                // quantising dispatch
+                Arguments.of("W2 quantising bf16 H=128 m=M", quantizing(c(2, 1, 8, 2, 128, 24, BF16, BF16, BF16)),
+                        edges().tokens(24)),
+                Arguments.of("W2 quantising fp16 H=384 (padded scales) m=0",
+                        quantizing(c(2, 1, 8, 3, 384, 8, FP16, FP16, FP16)), edges().tokens(0)),
+                Arguments.of("W2 G2 quantising bf16 H=640 drop", quantizing(c(2, 2, 8, 4, 640, 12, BF16, FP32, BF16)),
+                        edges().drop(0.2)),
+                Arguments.of("W4 quantising bf16 H=256 m=M skewed",
+                        quantizing(c(4, 1, 16, 4, 256, 16, BF16, BF16, BF16)), edges().tokens(16).skewedTo(3)),
+                Arguments.of("W4 G2 quantising fp16 H=1024 m per group",
+                        quantizing(c(4, 2, 16, 6, 1024, 10, FP16, BF16, FP16)), edges().tokensPerGroup(10, 0)),
+                Arguments.of("W4 quantising bf16 m=300 (two chunks, several blocks per destination)",
+                        quantizing(c(4, 1, 16, 4, 256, 300, BF16, BF16, BF16)), edges().tokens(300)),
+                Arguments.of("W4 deepseek-v3-bf16-to-fp8 m=M", preset(Preset.DEEPSEEK_V3_BF16_TO_FP8, 4, 1, 4),
+                        edges().tokens(4)),
+                Arguments.of("W4 puts quantising bf16 H=512", puts(quantizing(c(4, 1, 16, 4, 512, 12, BF16, BF16,
+                        BF16))), edges()),
+                Arguments.of("W2 G2 puts quantising fp16 H=128 m=M",
+                        puts(quantizing(c(2, 2, 4, 2, 128, 20, FP16, FP16, BF16))), edges().tokens(20)));
     }
 
     private static MoeConfig puts(MoeConfig config) {

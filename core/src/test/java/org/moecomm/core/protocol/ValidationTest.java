@@ -36,6 +36,8 @@ class ValidationTest {
     private static final MoeConfig BF16 = Harness.config().worldSize(1).numExperts(8).topK(2).hidden(256)
             .maxTokensPerRank(8).build();
     private static final MoeConfig FP8 = BF16.toBuilder().inType(DType.FP8_E4M3).build();
+    /** bf16 tokens that dispatch quantises: fp8 codes and two block scales per token to the experts. */
+    private static final MoeConfig QUANTIZING = BF16.toBuilder().expertInType(DType.FP8_E4M3).build();
 
     private static String assertIllegalArgument(String tensor, Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
@@ -306,6 +308,30 @@ class ValidationTest {
         });
     }
 
+    /** A quantising dispatch takes bf16 tokens without scales and gives fp8 tokens with scales. */
+    @Test
+    void quantisingDispatchTensors() {
+        onHandle(QUANTIZING, c -> {
+            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP8_E4M3, 8, 256))));
+            String unexpected = assertIllegalArgument("xScale",
+                    () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 2))));
+            assertTrue(unexpected.contains("bf16 tokens carry no block scales"), unexpected);
+            c.h().dispatchSend(c.in());
+            DispatchOutput o = c.b().dispatchOutput();
+            String bf16 = assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(
+                    o.expertNumTokens(), c.mem().allocate(DType.BF16, 8, 8, 256), o.expertXScale())));
+            assertTrue(bf16.contains("fp8_e4m3"), bf16);
+            String missing = assertIllegalArgument("expertXScale",
+                    () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(), o.expertX(), null)));
+            assertTrue(missing.contains("[L][NG*M][2]"), missing);
+            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+                    o.expertX(), c.mem().allocate(DType.FP32, 8, 8, 3))));
+            c.h().dispatchRecv(o);
+            c.h().combineSend(c.b().expertY());
+            c.h().combineRecv(c.b().weights(), c.b().out());
+        });
+    }
+
     @Test
     void callsOutOfOrder() {
         onHandle(BF16, c -> {
@@ -366,6 +392,32 @@ class ValidationTest {
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().blockScales(true).build());
         assertThrows(IllegalArgumentException.class,
                 () -> MoeConfig.builder().waitTimeout(java.time.Duration.ZERO).build());
+    }
+
+    /** Dispatch converts only bf16 and fp16 tokens, only to fp8_e4m3, only in whole blocks of 128 values. */
+    @Test
+    void quantisingConfigInvariants() {
+        MoeConfig.Builder b = MoeConfig.builder().hidden(256).expertInType(DType.FP8_E4M3);
+        assertTrue(b.inType(DType.BF16).build().quantizes());
+        assertTrue(b.inType(DType.FP16).build().quantizes());
+        String fp8 = assertThrows(IllegalArgumentException.class, () -> b.inType(DType.FP8_E4M3).blockScales(true)
+                .expertInType(DType.BF16).build()).getMessage();
+        assertTrue(fp8.contains("dispatch converts only") && fp8.contains("expertInType BF16"), fp8);
+        assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().inType(DType.FP16).expertInType(DType.BF16).build());
+        assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().inType(DType.BF16).expertInType(DType.FP32).build());
+        String hidden = assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().hidden(272).expertInType(DType.FP8_E4M3).build()).getMessage();
+        assertTrue(hidden.contains("multiple of 128") && hidden.contains("272"), hidden);
+        assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().expertInType(DType.FP8_E4M3).blockScales(true).build());
+        MoeConfig q = MoeConfig.builder().hidden(384).expertInType(DType.FP8_E4M3).build();
+        assertTrue(q.scalesPerToken() == 3 && q.inputScalesPerToken() == 0 && !q.blockScales(), q.toString());
+        assertTrue(q.toString().contains("in=bf16 expertIn=fp8_e4m3+scales"), q.toString());
+        assertTrue(q.toBuilder().build().equals(q), "toBuilder keeps the quantisation");
+        assertTrue(!BF16.toBuilder().inType(DType.FP16).build().quantizes(), "unset, the expert dtype follows inType");
+        assertTrue(!MoeConfig.builder().expertInType(DType.BF16).build().quantizes(), "the same dtype: no conversion");
     }
 
     @Test

@@ -6,6 +6,11 @@ package org.moecomm.kernels.api;
  * PTX lowering ({@code cvt.rn...}); the JVM side reproduces the GPU's rounding (round to
  * nearest even; fp8 saturates to the largest finite value, as {@code cvt.rn.satfinite} does)
  * so results compare bit-exactly, NaNs included (the GPU's canonical NaNs).
+ *
+ * <p>Also the rule of block-scaled fp8 quantisation (docs/contract.md, "Quantising dispatch"):
+ * {@link #maxMagnitude}, {@link #fp8e4m3Scale} and {@link #quantizeFp8e4m3}, plain Java that the
+ * compiler inlines (IEEE float compare, {@code div.rn.f32}, the fp8 conversion), written once
+ * for the kernels and the reference.
  */
 public final class Numerics {
     /** Largest finite fp8-e4m3 (OCP "E4M3FN") value. */
@@ -69,6 +74,35 @@ public final class Numerics {
             magnitude = (8 + mantissa) * Math.scalb(1f, exponent - 10);
         }
         return (b & 0x80) != 0 ? -magnitude : magnitude;
+    }
+
+    /**
+     * The larger of {@code max} and {@code |v|}, for the largest magnitude of a block: a NaN
+     * {@code v} leaves {@code max} (as C's {@code fmaxf} does), so a block's scale stays finite.
+     */
+    public static float maxMagnitude(float max, float v) {
+        float a = Math.abs(v);
+        return a > max ? a : max;
+    }
+
+    /**
+     * The float32 scale of a block whose largest magnitude is {@code amax}: {@code amax / 448}
+     * (an IEEE division, round to nearest even), so the largest value maps to fp8's largest
+     * finite value; 1 for a block of zeros (its codes are then zeros of the values' signs).
+     */
+    public static float fp8e4m3Scale(float amax) {
+        return amax > 0f ? amax / FP8_E4M3_MAX : 1f;
+    }
+
+    /**
+     * The fp8-e4m3 code of {@code v} in a block of scale {@code scale}: the float32 quotient
+     * {@code v / scale} (IEEE division) rounded to nearest even and saturated to +-448
+     * ({@link #floatToFp8e4m3}); a NaN quotient (a NaN value, or infinity over an infinite scale)
+     * is {@code 0x7f}, whatever its sign (the GPU's conversion would keep a NaN's sign).
+     */
+    public static byte quantizeFp8e4m3(float v, float scale) {
+        float q = v / scale;
+        return q != q ? FP8_NAN : floatToFp8e4m3(q);
     }
 
     public static byte floatToFp8e4m3(float f) {

@@ -142,15 +142,23 @@ final class LoopFormCompiler {
                 ClassHierarchyResolver.ofResourceParsing(loader).orElse(ClassHierarchyResolver.ofClassLoading(loader))));
 
         // Pass 1: the split points as plain branch targets, to learn the local types there.
-        Emission first = new Emission(method, null);
+        Emission first = new Emission(method, null, name);
         byte[] probe = cf.build(name, c -> c.withMethodBody("run", runType,
                 ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, first::emitBody));
         List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size());
 
-        // Pass 2: the same code, with saves, returns, and the restoring switch at the start.
-        Emission second = new Emission(method, frames);
-        byte[] bytes = cf.build(name, c -> c.withMethodBody("run", runType,
-                ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, second::emitResumable));
+        // Pass 2: the same code, with saves, returns, and the restoring switch at the start; each
+        // split point's saves in a method of their own (saveMethodType), after "run".
+        Emission second = new Emission(method, frames, name);
+        byte[] bytes = cf.build(name, c -> {
+            c.withMethodBody("run", runType, ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, second::emitResumable);
+            for (int k = 1; k <= frames.size(); k++) {
+                List<Saved> saved = frames.get(k - 1);
+                String saveName = saveMethodName(k);
+                saveMethodType(saved).ifPresent(type -> c.withMethodBody(saveName, type,
+                        ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC, b -> emitSaveMethod(b, saved)));
+            }
+        });
         int length = codeLength(cf.parse(bytes));
         if (length > HUGE_METHOD_BYTES) {
             throw new Unsupported("its loop form has " + length + " bytes of bytecode, more than the JIT compiles ("
@@ -229,6 +237,8 @@ final class LoopFormCompiler {
         private final MethodModel kernel;
         /** Local types at each split point; {@code null} in the first pass. */
         private final List<List<Saved>> frames;
+        /** The class being generated (its save methods are called from "run"). */
+        private final ClassDesc loopForm;
         /** Split points so far: true for a wait, false for a barrier. */
         final List<Boolean> sites = new ArrayList<>();
         private final List<Label> resumeAt = new ArrayList<>();
@@ -236,9 +246,10 @@ final class LoopFormCompiler {
         int nextSlot;
         private CodeBuilder cb;
 
-        Emission(MethodModel kernel, List<List<Saved>> frames) {
+        Emission(MethodModel kernel, List<List<Saved>> frames, ClassDesc loopForm) {
             this.kernel = kernel;
             this.frames = frames;
+            this.loopForm = loopForm;
             int kernelSlots = kernel.findAttribute(Attributes.code()).orElseThrow().maxLocals();
             this.temps = FIRST_KERNEL_SLOT + kernelSlots;
             this.nextSlot = temps + TEMP_SLOTS;
@@ -500,51 +511,24 @@ final class LoopFormCompiler {
         }
 
         private void saveAndReturn(int k) {
-            for (Saved l : frames.get(k - 1)) {
-                saveLocal(l.slot(), l.type());
+            List<Saved> saved = frames.get(k - 1);
+            Optional<MethodTypeDesc> viaMethod = saveMethodType(saved);
+            if (viaMethod.isPresent()) {
+                cb.aload(REFS);
+                cb.aload(PRIMS);
+                for (Saved l : saved) {
+                    if (passed(l.type())) {
+                        cb.loadLocal(kind(l.type()), l.slot());
+                    }
+                }
+                cb.invokestatic(loopForm, saveMethodName(k), viaMethod.get());
+            } else {
+                for (Saved l : saved) {
+                    saveLocal(cb, l.slot(), l.slot(), l.type());
+                }
             }
             cb.loadConstant(k);
             cb.ireturn();
-        }
-
-        private void saveLocal(int slot, VerificationTypeInfo t) {
-            switch (t) {
-                case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.TOP
-                        || s == SimpleVerificationTypeInfo.NULL -> {
-                }
-                case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.INTEGER -> {
-                    primsAt(slot);
-                    cb.iload(slot);
-                    cb.i2l();
-                    cb.lastore();
-                }
-                case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.LONG -> {
-                    primsAt(slot);
-                    cb.lload(slot);
-                    cb.lastore();
-                }
-                case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.FLOAT -> {
-                    primsAt(slot);
-                    cb.fload(slot);
-                    cb.invokestatic(CD_FLOAT, "floatToRawIntBits", MethodTypeDesc.of(CD_int, CD_float));
-                    cb.i2l();
-                    cb.lastore();
-                }
-                case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.DOUBLE -> {
-                    primsAt(slot);
-                    cb.dload(slot);
-                    cb.invokestatic(CD_DOUBLE, "doubleToRawLongBits", MethodTypeDesc.of(CD_long, CD_double));
-                    cb.lastore();
-                }
-                case ObjectVerificationTypeInfo o -> {
-                    cb.aload(REFS);
-                    cb.loadConstant(slot);
-                    cb.aload(slot);
-                    cb.aastore();
-                }
-                default -> throw new UnsupportedInBuild(new Unsupported("a local of type " + t
-                        + " (an object under construction) at a barrier"));
-            }
         }
 
         private void restoreLocals(List<Saved> locals) {
@@ -562,25 +546,25 @@ final class LoopFormCompiler {
                     cb.astore(slot);
                 }
                 case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.INTEGER -> {
-                    primsAt(slot);
+                    primsAt(cb, slot);
                     cb.laload();
                     cb.l2i();
                     cb.istore(slot);
                 }
                 case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.LONG -> {
-                    primsAt(slot);
+                    primsAt(cb, slot);
                     cb.laload();
                     cb.lstore(slot);
                 }
                 case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.FLOAT -> {
-                    primsAt(slot);
+                    primsAt(cb, slot);
                     cb.laload();
                     cb.l2i();
                     cb.invokestatic(CD_FLOAT, "intBitsToFloat", MethodTypeDesc.of(CD_float, CD_int));
                     cb.fstore(slot);
                 }
                 case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.DOUBLE -> {
-                    primsAt(slot);
+                    primsAt(cb, slot);
                     cb.laload();
                     cb.invokestatic(CD_DOUBLE, "longBitsToDouble", MethodTypeDesc.of(CD_double, CD_long));
                     cb.dstore(slot);
@@ -596,10 +580,115 @@ final class LoopFormCompiler {
             }
         }
 
-        private void primsAt(int slot) {
-            cb.aload(PRIMS);
-            cb.loadConstant(slot);
+    }
+
+    /**
+     * Stores local {@code from} (of type {@code t}) into element {@code index} of the thread's
+     * saved locals ({@code refs} in slot {@link #REFS}, {@code prims} in {@link #PRIMS}): ints and
+     * floats widened to a long, objects into refs.
+     */
+    private static void saveLocal(CodeBuilder b, int index, int from, VerificationTypeInfo t) {
+        switch (t) {
+            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.TOP
+                    || s == SimpleVerificationTypeInfo.NULL -> {
+            }
+            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.INTEGER -> {
+                primsAt(b, index);
+                b.iload(from);
+                b.i2l();
+                b.lastore();
+            }
+            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.LONG -> {
+                primsAt(b, index);
+                b.lload(from);
+                b.lastore();
+            }
+            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.FLOAT -> {
+                primsAt(b, index);
+                b.fload(from);
+                b.invokestatic(CD_FLOAT, "floatToRawIntBits", MethodTypeDesc.of(CD_int, CD_float));
+                b.i2l();
+                b.lastore();
+            }
+            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.DOUBLE -> {
+                primsAt(b, index);
+                b.dload(from);
+                b.invokestatic(CD_DOUBLE, "doubleToRawLongBits", MethodTypeDesc.of(CD_long, CD_double));
+                b.lastore();
+            }
+            case ObjectVerificationTypeInfo o -> {
+                b.aload(REFS);
+                b.loadConstant(index);
+                b.aload(from);
+                b.aastore();
+            }
+            default -> throw new UnsupportedInBuild(new Unsupported("a local of type " + t
+                    + " (an object under construction) at a barrier"));
         }
+    }
+
+    private static void primsAt(CodeBuilder b, int index) {
+        b.aload(PRIMS);
+        b.loadConstant(index);
+    }
+
+    /** Most argument slots a method may have (the JVM's limit is 255). */
+    private static final int MAX_ARGUMENT_SLOTS = 255;
+
+    /**
+     * The type of split point's save method, {@code (Object[] refs, long[] prims, locals...)V}:
+     * passing the saved locals as arguments takes a load each at the split point where storing
+     * them inline takes five instructions each, which keeps kernels with many barriers and live
+     * locals under {@link #HUGE_METHOD_BYTES}. Empty (save inline) when the locals do not fit the
+     * JVM's argument slots.
+     */
+    private static Optional<MethodTypeDesc> saveMethodType(List<Saved> saved) {
+        List<ClassDesc> params = new ArrayList<>(List.of(CD_Object.arrayType(), CD_long.arrayType()));
+        int slots = 2;
+        for (Saved l : saved) {
+            if (passed(l.type())) {
+                params.add(kind(l.type()) == TypeKind.REFERENCE ? CD_Object : kind(l.type()).upperBound());
+                slots += width(l.type());
+            }
+        }
+        return slots <= MAX_ARGUMENT_SLOTS ? Optional.of(MethodTypeDesc.of(CD_void, params)) : Optional.empty();
+    }
+
+    private static String saveMethodName(int site) {
+        return "save$" + site;
+    }
+
+    /** The body of a save method ({@link #saveMethodType}): each argument into its local's element. */
+    private static void emitSaveMethod(CodeBuilder b, List<Saved> saved) {
+        int arg = 2;
+        for (Saved l : saved) {
+            if (passed(l.type())) {
+                saveLocal(b, l.slot(), arg, l.type());
+                arg += width(l.type());
+            }
+        }
+        b.return_();
+    }
+
+    /** Whether a saved local carries a value (TOP and a known null are restored without one). */
+    private static boolean passed(VerificationTypeInfo t) {
+        return t != SimpleVerificationTypeInfo.TOP && t != SimpleVerificationTypeInfo.NULL;
+    }
+
+    /** The type kind of a local of verification type {@code t} (one that {@link #passed}). */
+    private static TypeKind kind(VerificationTypeInfo t) {
+        if (t == SimpleVerificationTypeInfo.INTEGER) {
+            return TypeKind.INT;
+        } else if (t == SimpleVerificationTypeInfo.LONG) {
+            return TypeKind.LONG;
+        } else if (t == SimpleVerificationTypeInfo.FLOAT) {
+            return TypeKind.FLOAT;
+        } else if (t == SimpleVerificationTypeInfo.DOUBLE) {
+            return TypeKind.DOUBLE;
+        } else if (t instanceof ObjectVerificationTypeInfo) {
+            return TypeKind.REFERENCE;
+        }
+        throw new UnsupportedInBuild(new Unsupported("a local of type " + t + " at a barrier"));
     }
 
     /** Carries an {@link Unsupported} out of the class-file library's builder callbacks. */

@@ -76,12 +76,15 @@ public final class AllToAllKernels {
      *
      * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
      * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
+     * @param quantizeFrom -1, or the dtype code (bf16, fp16) of x's tokens, which the rows then carry quantised
+     *                     to fp8-e4m3 with block scales ({@link MoeKernels#finishShare}; xBytes = H)
      */
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
                                     Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
                                     int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
-                                    int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
+                                    int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
+                                    @Specialize int quantizeFrom) {
         int dest = ctx.groupIdx();
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
@@ -102,7 +105,7 @@ public final class AllToAllKernels {
         int putPeer = serves && !direct ? dest : -1;
         int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
-                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
+                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         if (putPeer >= 0) {
             ctx.quiet();
         }

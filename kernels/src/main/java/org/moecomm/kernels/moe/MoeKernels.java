@@ -15,7 +15,8 @@ import org.moecomm.kernels.api.Specialize;
  * Rows are copied by teams of whole warps ({@link #teamWidth}: one warp per row when a block has
  * many, the whole block on a decode block's one row) with 16-byte copies, so
  * token byte counts ({@code xBytes}, {@code yBytes}) and {@code rowBytes} must be multiples
- * of 16 (they are: H % 16 == 0).
+ * of 16 (they are: H % 16 == 0). A quantising dispatch's tokens and scales are written by
+ * {@link #finishShare} instead (eight threads per block of 128 values).
  *
  * <p>The kernels are written for the bytecode-to-PTX compiler: int/long/float arithmetic,
  * {@link Buf} accessors, context methods, block-shared arrays of constant size, loops and
@@ -42,6 +43,12 @@ public final class MoeKernels {
     static final int PACK_IDS = 2048;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
+    /** Values that share one float32 scale in fp8 tokens (and in a quantising dispatch's rows). */
+    public static final int SCALE_BLOCK = 128;
+    /** Threads that quantise one block of {@link #SCALE_BLOCK} values together ({@link #finishShare}). */
+    static final int QUANT_LANES = 8;
+    /** Longs of x (four 16-bit values each) one of them loads per block: 4, so 16 values. */
+    static final int QUANT_LOADS = SCALE_BLOCK / (4 * QUANT_LANES);
 
     private static final int WARP = KernelContext.WARP_SIZE;
 
@@ -81,7 +88,7 @@ public final class MoeKernels {
         boolean serves = dest % groupSize == member;
         int rows = packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
-                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds);
+                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == 0) {
             sendRows.setInt(dest / groupSize, rows);
         }
@@ -95,11 +102,15 @@ public final class MoeKernels {
      * puts that share, non-blocking, to the same rows of {@code putPeer}'s {@code putDst} from row
      * {@code putRegionRow} (complete after {@code quiet}). Returns the rows routed to {@code d}
      * (every thread, every block of {@code d}).
+     *
+     * <p>With {@code quantizeFrom} a dtype code (bf16 or fp16) the rows carry x's tokens quantised
+     * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
+     * H / 128, and xScale is not read; -1 copies x's bytes and xScale's scales as they are.
      */
     static int packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
                         Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
                         int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
-                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds) {
+                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds, int quantizeFrom) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
@@ -184,11 +195,12 @@ public final class MoeKernels {
                 int lo = min(chunkRows, ctx.groupIdy() * share);
                 int hi = min(chunkRows, lo + share);
                 copyRowsToSend(ctx, x, xScale, chunkIds, chunk, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo,
-                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes);
-                if (putPeer >= 0 && hi > lo) {
-                    // the whole share written (and visible to a network adapter) before the put reads it
-                    ctx.systemFence();
-                    ctx.localBarrier();
+                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes,
+                        quantizeFrom);
+                boolean put = putPeer >= 0 && hi > lo;
+                finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
+                        rowBytes, scanRows, put);
+                if (put) {
                     long bytes = (long) (hi - lo) * rowBytes;
                     ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore + lo) * rowBytes, bytes),
                             rowsOut.slice((outRegionRow + rowsBefore + lo) * rowBytes, bytes), bytes, putPeer);
@@ -722,20 +734,22 @@ public final class MoeKernels {
     /**
      * pack's copy of rows {@code [lo, hi)} of the chunk: teams of warps ({@link #teamWidth}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
+     * When quantising ({@code quantizeFrom >= 0}) only the meta: {@link #finishShare} writes token and scales.
      */
     static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int chunk,
                                        Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs,
                                        long[] rowMask, int lo, int hi, long firstRow,
                                        int xBytes, int scalesPerToken, int topK, int firstExpert,
-                                       int rowBytes) {
+                                       int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
         int width = teamWidth(threads, hi - lo);
         int team = ctx.localIdx() / width;
         int lane = ctx.localIdx() - team * width;
         int teams = threads / width;
-        int pieces = xBytes >> 4;
+        int pieces = quantizeFrom < 0 ? xBytes >> 4 : 0;
         int scaleOffset = align16(xBytes);
         int scaleWords = align16(4 * scalesPerToken) >> 2;
+        int copiedScaleWords = quantizeFrom < 0 ? scaleWords : 0;
         int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole team (block sizes not a multiple of 32) only wait.
@@ -748,10 +762,10 @@ public final class MoeKernels {
                 long firstScale = (long) t * scalesPerToken;
                 // the lane's first scale is loaded before the token's pieces, so both are in flight
                 // together: a decode row costs one round trip to memory, not one more for its scales
-                int laneScale = lane < scalesPerToken ? xScale.getInt(firstScale + lane) : 0;
+                int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
                 copyPieces(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
-                for (int i = lane; i < scaleWords; i += width) {
+                for (int i = lane; i < copiedScaleWords; i += width) {
                     int bits = laneScale;
                     if (i != lane) {
                         bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
@@ -790,6 +804,192 @@ public final class MoeKernels {
             }
         }
         return result;
+    }
+
+    /**
+     * Ends block y's share {@code [lo, hi)} of the chunk's rows after {@link #copyRowsToSend}: when
+     * quantising ({@code quantizeFrom}, the dtype code of x, bf16 or fp16), writes the tokens as fp8
+     * codes and block scales (docs/contract.md, "Quantising dispatch"); with {@code put}, makes the
+     * share visible to a network adapter (system fence) and waits for the whole block (barrier)
+     * before the caller puts it.
+     *
+     * <p>Token {@code rowToken[r]} of x, {@code hidden} values, becomes {@code hidden} fp8-e4m3 codes
+     * and one float32 scale per block of {@link #SCALE_BLOCK} values ({@link Numerics#fp8e4m3Scale} of
+     * the block's largest magnitude; each code {@link Numerics#quantizeFp8e4m3} of its value), the
+     * scale padding zeroed. {@link #QUANT_LANES} threads share a block of values, each taking
+     * {@link #QUANT_LOADS} longs of it, interleaved so that their loads and stores are contiguous. A
+     * step finds each lane's largest magnitude ({@link #findLaneMaxima}); after a barrier the lanes'
+     * maxima, met in {@code laneMax} (as float bits), give the scale, and each lane reads its values
+     * again (from the cache) and writes their codes ({@link #writeLaneCodes}), in the same round as
+     * the next step's maxima, which go to the other half of {@code laneMax}. A block of fewer than
+     * {@link #QUANT_LANES} threads plays several lanes per thread.
+     *
+     * <p>{@code laneMax} is pack's scan buffer ({@code 2 * MAX_THREADS} ints of shared memory), which
+     * nothing reads between the chunk's numbering and the next chunk's scan: no shared memory of its own.
+     *
+     * <p>The steps and the put share one barrier call site: the CPU runner's loop form saves every
+     * live local at each call site, and pack's budget (MoeKernelsTest.everyLibraryKernelHasALoopForm)
+     * has no room for another. Every thread of the block must call it.
+     */
+    static void finishShare(KernelContext ctx, Buf x, int[] rowToken, int lo, int hi, Buf rowsOut, long firstRow,
+                            int hidden, int quantizeFrom, int rowBytes, int[] laneMax, boolean put) {
+        int steps = quantizeFrom >= 0 ? quantizeSteps(ctx.localGroupSizeX(), (hi - lo) * (hidden / SCALE_BLOCK)) : 0;
+        // round i: the codes of step i - 1, the maxima of step i, a barrier (the last one: the put's);
+        // one round without quantising, which the compiler unrolls to pack's plain fence and barrier
+        int rounds = quantizeFrom >= 0 ? steps + 1 : 1;
+        for (int i = 0; i < rounds; i++) {
+            if (quantizeFrom >= 0) {
+                quantizeRound(ctx, x, rowToken, lo, hi, rowsOut, firstRow, hidden, quantizeFrom, rowBytes, laneMax, i);
+            }
+            if (i < steps || put) {
+                if (put && i == rounds - 1) {
+                    // the whole share written (and visible to a network adapter) before the put reads it
+                    ctx.systemFence();
+                }
+                ctx.localBarrier();
+            }
+        }
+    }
+
+    /** Lanes of a {@link #finishShare} step: whole groups of {@link #QUANT_LANES}, at least one group. */
+    static int quantizeLanes(int threads) {
+        return max(QUANT_LANES, threads - threads % QUANT_LANES);
+    }
+
+    /** Steps of {@link #finishShare} for {@code blocks} blocks of values. */
+    static int quantizeSteps(int threads, int blocks) {
+        int perStep = quantizeLanes(threads) / QUANT_LANES;
+        return (blocks + perStep - 1) / perStep;
+    }
+
+    /**
+     * Round {@code i} of {@link #finishShare} (between its barriers): the codes of step {@code i - 1}
+     * and the lane maxima of step {@code i}, which go to the other half of {@code laneMax}.
+     */
+    static void quantizeRound(KernelContext ctx, Buf x, int[] rowToken, int lo, int hi, Buf rowsOut, long firstRow,
+                              int hidden, int fromDtype, int rowBytes, int[] laneMax, int i) {
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int blocks = (hi - lo) * (hidden / SCALE_BLOCK);
+        int lanes = quantizeLanes(threads);
+        int perStep = lanes / QUANT_LANES;
+        if (i > 0) {
+            writeLaneCodes(x, rowToken, lo, (i - 1) * perStep, blocks, rowsOut, firstRow, hidden, fromDtype, rowBytes,
+                    laneMax, halfOf(i - 1), tid, threads, lanes);
+        }
+        if (i * perStep < blocks) {
+            findLaneMaxima(x, rowToken, lo, i * perStep, blocks, hidden, fromDtype, laneMax, halfOf(i), tid, threads,
+                    lanes);
+        }
+    }
+
+    /** The half of {@code laneMax} that step {@code step} of {@link #finishShare} uses: steps alternate. */
+    static int halfOf(int step) {
+        return (step & 1) * MAX_THREADS;
+    }
+
+    /**
+     * {@link #finishShare}'s maxima of the step of blocks {@code first, first + 1, ...}: lane v (of the
+     * {@code lanes}, thread {@code tid} playing v = tid, tid + threads, ...) writes the largest
+     * magnitude of its values to {@code laneMax[half + v]}, as float bits (0 for a lane past the last block).
+     */
+    static void findLaneMaxima(Buf x, int[] rowToken, int lo, int first, int blocks, int hidden, int fromDtype,
+                               int[] laneMax, int half, int tid, int threads, int lanes) {
+        int blocksPerRow = hidden / SCALE_BLOCK;
+        for (int v = tid; v < lanes; v += threads) {
+            int block = first + v / QUANT_LANES;
+            float m = 0f;
+            if (block < blocks) {
+                int r = block / blocksPerRow;
+                m = laneMagnitude(x, blockLong(rowToken[lo + r], block - r * blocksPerRow, hidden) + v % QUANT_LANES,
+                        fromDtype);
+            }
+            laneMax[half + v] = Float.floatToRawIntBits(m);
+        }
+    }
+
+    /**
+     * {@link #finishShare}'s codes of the step of blocks {@code first, first + 1, ...}: lane v of block
+     * {@code first + v / QUANT_LANES} takes the block's scale from its lanes' maxima in
+     * {@code laneMax[half]} and writes the codes of its values; the block's lane 0 writes the scale.
+     */
+    static void writeLaneCodes(Buf x, int[] rowToken, int lo, int first, int blocks, Buf rowsOut, long firstRow,
+                               int hidden, int fromDtype, int rowBytes, int[] laneMax, int half, int tid, int threads,
+                               int lanes) {
+        int blocksPerRow = hidden / SCALE_BLOCK;
+        for (int v = tid; v < lanes; v += threads) {
+            int block = first + v / QUANT_LANES;
+            if (block < blocks) {
+                int r = block / blocksPerRow;
+                int b = block - r * blocksPerRow;
+                int lane = v % QUANT_LANES;
+                float scale = Numerics.fp8e4m3Scale(groupMagnitude(laneMax, half + v - lane));
+                long rowByte = (firstRow + lo + r) * rowBytes;
+                quantizeLane(x, blockLong(rowToken[lo + r], b, hidden) + lane, rowsOut,
+                        ((rowByte + (long) b * SCALE_BLOCK) >> 2) + lane, scale, fromDtype);
+                if (lane == 0) {
+                    writeScale(rowsOut, (rowByte + align16(hidden)) >> 2, b, blocksPerRow, scale);
+                }
+            }
+        }
+    }
+
+    /** Long index in x of the first value of token t's block b (four 16-bit values per long). */
+    static long blockLong(int t, int b, int hidden) {
+        return ((long) t * hidden + (long) b * SCALE_BLOCK) >> 2;
+    }
+
+    /** Largest magnitude (NaN ignored) of a lane's values: longs {@code first + i * QUANT_LANES}, i < QUANT_LOADS. */
+    static float laneMagnitude(Buf x, long first, int dtype) {
+        float m = 0f;
+        for (int i = 0; i < QUANT_LOADS; i++) {
+            long bits = x.getLong(first + (long) i * QUANT_LANES);
+            for (int k = 0; k < 4; k++) {
+                m = Numerics.maxMagnitude(m, wideValue(bits, k, dtype));
+            }
+        }
+        return m;
+    }
+
+    /** Largest of the {@link #QUANT_LANES} lane maxima (float bits) of one block, from {@code laneMax[first]}. */
+    static float groupMagnitude(int[] laneMax, int first) {
+        float m = 0f;
+        for (int j = 0; j < QUANT_LANES; j++) {
+            m = Numerics.maxMagnitude(m, Float.intBitsToFloat(laneMax[first + j]));
+        }
+        return m;
+    }
+
+    /**
+     * The fp8 codes of a lane's values (as {@link #laneMagnitude} reads them) in a block of scale
+     * {@code scale}: the four codes of long {@code first + i * QUANT_LANES} go to int
+     * {@code firstWord + i * QUANT_LANES} of the row, in the values' order.
+     */
+    static void quantizeLane(Buf x, long first, Buf rowsOut, long firstWord, float scale, int dtype) {
+        for (int i = 0; i < QUANT_LOADS; i++) {
+            long bits = x.getLong(first + (long) i * QUANT_LANES);
+            int codes = 0;
+            for (int k = 0; k < 4; k++) {
+                codes |= (Numerics.quantizeFp8e4m3(wideValue(bits, k, dtype), scale) & 0xff) << (8 * k);
+            }
+            rowsOut.setInt(firstWord + (long) i * QUANT_LANES, codes);
+        }
+    }
+
+    /** Value k (0 to 3) of four little-endian 16-bit values of dtype bf16 or fp16 in a long, as float32. */
+    static float wideValue(long bits, int k, int dtype) {
+        short v = (short) (bits >>> (16 * k));
+        return dtype == DTYPE_FP16 ? Numerics.fp16ToFloat(v) : Numerics.bf16ToFloat(v);
+    }
+
+    /** Scale of block b at float {@code scaleWord + b} of a row; the last block's lane also zeroes the padding. */
+    static void writeScale(Buf rowsOut, long scaleWord, int b, int blocksPerRow, float scale) {
+        rowsOut.setFloat(scaleWord + b, scale);
+        if (b == blocksPerRow - 1) {
+            for (int i = blocksPerRow; i < align16(4 * blocksPerRow) >> 2; i++) {
+                rowsOut.setInt(scaleWord + i, 0);
+            }
+        }
     }
 
     /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */

@@ -226,4 +226,64 @@ class NumericsTest {
             }
         }
     }
+
+    // ---- block-scaled fp8 quantisation ----
+
+    /** The fp8 code of a quotient by the definition: NaN gives 0x7f, else the nearest code (ties even), saturated. */
+    private static byte expectedQuantized(double quotient) {
+        return Double.isNaN(quotient) ? (byte) 0x7f : expectedFp8((float) quotient);
+    }
+
+    @Test
+    void maxMagnitudeIgnoresNaNAndSigns() {
+        assertEquals(3f, Numerics.maxMagnitude(2f, -3f));
+        assertEquals(2f, Numerics.maxMagnitude(2f, -1f));
+        assertEquals(2f, Numerics.maxMagnitude(2f, Float.NaN), "a NaN never wins");
+        assertEquals(0f, Numerics.maxMagnitude(0f, Float.intBitsToFloat(0xffc00000)), "nor a negative NaN");
+        assertEquals(Float.POSITIVE_INFINITY, Numerics.maxMagnitude(2f, Float.NEGATIVE_INFINITY));
+        assertEquals(Float.floatToRawIntBits(0f), Float.floatToRawIntBits(Numerics.maxMagnitude(0f, -0f)),
+                "the magnitude of -0 is +0");
+        assertEquals(Float.MIN_VALUE, Numerics.maxMagnitude(0f, -Float.MIN_VALUE), "subnormals count");
+    }
+
+    @Test
+    void fp8ScaleIsTheLargestMagnitudeOver448OrOneForZeros() {
+        assertEquals(1f, Numerics.fp8e4m3Scale(0f), "a block of zeros");
+        assertEquals(1f, Numerics.fp8e4m3Scale(448f));
+        assertEquals(Float.POSITIVE_INFINITY, Numerics.fp8e4m3Scale(Float.POSITIVE_INFINITY));
+        assertTrue(Numerics.fp8e4m3Scale(0x1p-133f) < Float.MIN_NORMAL, "a bf16 subnormal gives a subnormal scale");
+        SplittableRandom r = new SplittableRandom(14);
+        for (int i = 0; i < SAMPLES; i++) {
+            float amax = Math.abs(randomFloat(r));
+            if (Float.isNaN(amax) || amax == 0f) {
+                continue;
+            }
+            // a quotient computed in double and rounded once is the correctly rounded float quotient
+            assertEquals((float) ((double) amax / 448), Numerics.fp8e4m3Scale(amax), () -> "scale of " + amax);
+        }
+    }
+
+    @Test
+    void quantizedValuesAreTheNearestCodesOfTheirQuotients() {
+        assertEquals((byte) 0x00, Numerics.quantizeFp8e4m3(0f, 1f));
+        assertEquals((byte) 0x80, Numerics.quantizeFp8e4m3(-0f, 1f), "negative zero keeps its sign");
+        assertEquals((byte) 0x80, Numerics.quantizeFp8e4m3(-0x1p-20f, 1f), "a tiny negative rounds to -0");
+        assertEquals((byte) 0x7f, Numerics.quantizeFp8e4m3(Float.NaN, 2f));
+        assertEquals((byte) 0x7f, Numerics.quantizeFp8e4m3(Float.intBitsToFloat(0xffc00000), 2f),
+                "a negative NaN gives the same code");
+        assertEquals((byte) 0x7f, Numerics.quantizeFp8e4m3(Float.NEGATIVE_INFINITY, Float.POSITIVE_INFINITY));
+        assertEquals((byte) 0x80, Numerics.quantizeFp8e4m3(-5f, Float.POSITIVE_INFINITY));
+        assertEquals((byte) 0x7e, Numerics.quantizeFp8e4m3(1f, Numerics.fp8e4m3Scale(1f)),
+                "the largest value maps to 448");
+        assertEquals((byte) 0x01, Numerics.quantizeFp8e4m3(0x1p-9f, 1f), "the smallest subnormal code");
+        assertEquals((byte) 0x38, Numerics.quantizeFp8e4m3(1f + 0x1p-4f, 1f), "a tie rounds to the even code");
+        SplittableRandom r = new SplittableRandom(15);
+        for (int i = 0; i < SAMPLES; i++) {
+            float v = randomFloat(r);
+            float amax = Math.abs(v) * (float) (1 + r.nextDouble() * (r.nextBoolean() ? 1 : 1e6));
+            float scale = Numerics.fp8e4m3Scale(Float.isNaN(amax) ? 0f : amax);
+            assertEquals(expectedQuantized((double) v / scale), Numerics.quantizeFp8e4m3(v, scale),
+                    () -> "code of " + v + " with scale " + scale);
+        }
+    }
 }

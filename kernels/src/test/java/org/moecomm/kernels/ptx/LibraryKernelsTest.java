@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.moecomm.kernels.api.Kernel;
 
 /**
@@ -55,6 +56,26 @@ class LibraryKernelsTest {
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
         assertTrue(r.ok(), () -> "ptxas rejected the specialised combineRecv:\n" + r.output());
         assertFalse(k.ptx().contains("e4m3"), "the dtype branches fold away");
+    }
+
+    /**
+     * Dispatch send as the protocol launches it: without quantisation (-1) the quantising copy folds
+     * away (no division, no fp8 conversion); quantising bf16 or fp16 tokens, ptxas accepts it.
+     */
+    @ParameterizedTest(name = "quantizeFrom={0}")
+    @ValueSource(ints = {-1, 0, 1})
+    void dispatchSendCompilesSpecialisedForEachQuantisation(int quantizeFrom) throws Exception {
+        Kernel send = library().filter(k -> k.name().equals("dispatchSend")).findFirst().orElse(null);
+        Assumptions.assumeTrue(send != null, ROUND_KERNELS + " is not on the class path");
+        int[] positions = send.specializedPositions();
+        assertEquals(1, positions.length, "quantizeFrom is dispatch send's one specialised parameter");
+        Object[] args = new Object[positions[0] + 1];
+        args[positions[0]] = quantizeFrom;
+        PtxKernel k = PtxCompiler.hopper().compile(send.specializedFor(positions, args));
+        boolean quantizes = k.ptx().contains("div.rn.f32") && k.ptx().contains("cvt.rn.satfinite.e4m3x2.f32");
+        assertEquals(quantizeFrom >= 0, quantizes, "the quantising copy is compiled in exactly when asked for");
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+        assertTrue(r.ok(), () -> "ptxas rejected dispatchSend for quantizeFrom " + quantizeFrom + ":\n" + r.output());
     }
 
     @Test

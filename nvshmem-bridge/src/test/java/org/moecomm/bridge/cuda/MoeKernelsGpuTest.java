@@ -16,6 +16,8 @@ import org.moecomm.kernels.api.Numerics;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
 import org.moecomm.kernels.moe.MoeKernels;
 import org.moecomm.kernels.moe.MoeShape;
+import org.moecomm.kernels.moe.PackQuantizationTest;
+import org.moecomm.kernels.moe.QuantizingPack;
 
 /**
  * The library kernels ({@link MoeKernels}: pack, scatter, gather, reduce; buffers as in
@@ -53,6 +55,7 @@ class MoeKernelsGpuTest {
     static List<KernelCase> allCases() {
         List<KernelCase> all = new ArrayList<>();
         all.addAll(packCases());
+        all.addAll(quantizingPackCases());
         all.addAll(scatterCases());
         all.addAll(gatherCases());
         all.addAll(reduceCases());
@@ -86,13 +89,7 @@ class MoeKernelsGpuTest {
      */
     private static KernelCase packCase(MoeShape c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
         SplittableRandom r = new SplittableRandom(seed);
-        int[] indices = new int[c.m() * c.k()];
-        for (int t = 0; t < c.m(); t++) {
-            int[] experts = r.ints(0, c.e()).distinct().limit(c.k()).toArray();
-            for (int k = 0; k < c.k(); k++) {
-                indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
-            }
-        }
+        int[] indices = randomIndices(c, r);
         if (badAt >= 0) {
             indices[badAt] = c.e() + 3;
         }
@@ -112,6 +109,53 @@ class MoeKernelsGpuTest {
                 .ints("inputReport", new int[MoeKernels.REPORT_INTS])
                 .arg(c.xBytes()).arg(c.s()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes())
                 .arg(c.m()).arg(c.maxPairs()).arg(fixed ? m : -1).arg(1);
+    }
+
+    /** pack's quantising copy (bf16 or fp16 tokens to fp8 codes and block scales), through {@link QuantizingPack}. */
+    @Test
+    void quantizingPack() {
+        quantizingPackCases().forEach(comparison::check);
+    }
+
+    static List<KernelCase> quantizingPackCases() {
+        return List.of(
+                quantizingPackCase(new MoeShape(4, 1, 8, 8, 7168, 40, true), 40, 0, T, 2, false, 11),
+                quantizingPackCase(new MoeShape(4, 2, 4, 4, 384, 300, true), 290, 1, T, 3, true, 12),
+                quantizingPackCase(new MoeShape(2, 1, 4, 2, 256, 30, true), 30, 0, 100, 1, false, 13),
+                quantizingPackCase(new MoeShape(2, 1, 4, 2, 128, 12, true), 11, 0, 7, 2, true, 14));
+    }
+
+    /**
+     * {@link QuantizingPack} on tokens of random 16-bit patterns and edge blocks
+     * ({@code PackQuantizationTest.edgeTokens}: NaNs, infinities, subnormals, zeros of both signs).
+     */
+    private static KernelCase quantizingPackCase(MoeShape c, int m, int member, int threads, int blocksY,
+                                                 boolean fp16, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int[] indices = randomIndices(c, r);
+        return KernelCase.of(QuantizingPack.class, "pack", Grid.of(c.w(), blocksY, threads))
+                .label(c + " m=" + m + " threads=" + threads + " y=" + blocksY + (fp16 ? " fp16" : " bf16"))
+                .shorts("x", PackQuantizationTest.edgeTokens(c.m() * c.h(), r))
+                .ints("indices", indices)
+                .ints("numTokens", m)
+                .out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())
+                .out("sendRows", 4L * c.ng())
+                .out("pairLocation", 4L * c.m() * c.k())
+                .ints("inputReport", new int[MoeKernels.REPORT_INTS])
+                .arg(c.h()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes()).arg(c.m())
+                .arg(c.maxPairs()).arg(fp16 ? MoeKernels.DTYPE_FP16 : MoeKernels.DTYPE_BF16);
+    }
+
+    /** K distinct experts per token of M, about one slot in seven -1. */
+    private static int[] randomIndices(MoeShape c, SplittableRandom r) {
+        int[] indices = new int[c.m() * c.k()];
+        for (int t = 0; t < c.m(); t++) {
+            int[] experts = r.ints(0, c.e()).distinct().limit(c.k()).toArray();
+            for (int k = 0; k < c.k(); k++) {
+                indices[t * c.k() + k] = r.nextInt(7) == 0 ? -1 : experts[k];
+            }
+        }
+        return indices;
     }
 
     // ---- scatter ----

@@ -208,8 +208,6 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   __shared__ int tokenPairBase[kMaxThreads];
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
-  // Each id's route here when the chunk has a thread for each.
-  __shared__ int slotRoute[kMaxThreads];
 
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int y = blockIdx.y, blocksY = gridDim.y;
@@ -233,24 +231,12 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     __syncthreads();
     const int t = chunk + tid;
     const bool check = checkIds != 0 && leader;
-    // A decode chunk (a thread for every slot) classifies its ids one thread per (token, slot); a
-    // prefill chunk keeps one thread per token.
-    const bool perSlot = n * topK <= threads;
-    if (perSlot) {
-      if (tid < n * topK) {
-        const int token = tid / topK;
-        slotRoute[tid] = route_slot(chunkIds + token * topK, tid - token * topK, chunk + token, firstExpert,
-                                    expertsPerRank, numExperts, dest == 0, check, inputReport);
-      }
-      __syncthreads();
-    }
     // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
     long long localMask = 0, dropMask = 0;
     if (tid < n) {
       for (int k = 0; k < topK; k++) {
-        const int route = perSlot ? slotRoute[tid * topK + k]
-                                  : route_slot(chunkIds + tid * topK, k, t, firstExpert, expertsPerRank, numExperts,
-                                               dest == 0, check, inputReport);
+        const int route = route_slot(chunkIds + tid * topK, k, t, firstExpert, expertsPerRank, numExperts, dest == 0,
+                                     check, inputReport);
         if (route == kSlotHere) localMask |= 1LL << k;
         else if (route == kSlotDropped) dropMask |= 1LL << k;
       }

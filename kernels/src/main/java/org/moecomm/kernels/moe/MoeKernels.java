@@ -133,8 +133,6 @@ public final class MoeKernels {
         // The chunk's expert ids, loaded by all threads together: one round trip to memory, where a
         // token's thread reading its topK ids itself waits for each in turn (a decode round's cost).
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
-        // Each id's route here (SLOT_*) when a chunk has a thread for each.
-        int[] slotRoute = ctx.allocateIntLocalArray(MAX_THREADS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
         int rowsBefore = 0;
@@ -144,18 +142,11 @@ public final class MoeKernels {
             int n = min(chunkTokens, m - chunk);
             stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
             ctx.localBarrier();
-            // A decode chunk (a thread for every slot) has its ids classified side by side, one
-            // thread per (token, slot): a token's thread classifying its topK ids one after the
-            // other (the repeat check among them included) was a third of a decode dispatch send.
-            // A prefill chunk keeps one thread per token (the slots' threads and the extra barrier
-            // cost 14% at 4096 tokens).
-            if (n * topK <= threads) {
-                routeSlots(ctx, chunkIds, slotRoute, chunk, n, topK, tid, firstExpert, expertsPerRank, dest == 0,
-                        checkIds != 0 && ctx.groupIdy() == 0, inputReport);
-                ctx.localBarrier();
-            }
-            int pairs = routeToken(ctx, chunkIds, slotRoute, tokenLocal, tokenDropped, chunk, n, topK, tid, threads,
-                    firstExpert, expertsPerRank, dest == 0, checkIds != 0 && ctx.groupIdy() == 0, inputReport);
+            // One thread per token. (One thread per (token, slot) for a decode chunk, with a barrier
+            // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
+            // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
+            int pairs = routeToken(ctx, chunkIds, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
+                    expertsPerRank, dest == 0, checkIds != 0 && ctx.groupIdy() == 0, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -658,22 +649,20 @@ public final class MoeKernels {
     /**
      * Token {@code chunk + tid}'s routing to this destination (for {@code tid < n}), read once: bit
      * k of {@code tokenLocal[tid]} for a slot that routes here, of {@code tokenDropped[tid]} for a
-     * slot whose pairLocation this block sets to -1 (checked ids reported). The routes come from
-     * {@code slotRoute} when the chunk had a thread per slot ({@link #routeSlots}), else from
-     * {@link #routeSlot} here. Returns the token's pairs here (0 past the chunk).
+     * slot whose pairLocation this block sets to -1 (checked ids reported), each slot's route from
+     * {@link #routeSlot}. Returns the token's pairs here (0 past the chunk).
      */
-    static int routeToken(KernelContext ctx, int[] ids, int[] slotRoute, long[] tokenLocal, long[] tokenDropped,
-                          int chunk, int n, int topK, int tid, int threads, int firstExpert, int expertsPerRank,
-                          boolean dropsOutOfRange, boolean check, Buf inputReport) {
+    static int routeToken(KernelContext ctx, int[] ids, long[] tokenLocal, long[] tokenDropped, int chunk, int n,
+                          int topK, int tid, int firstExpert, int expertsPerRank, boolean dropsOutOfRange,
+                          boolean check, Buf inputReport) {
         if (tid >= n) {
             return 0;
         }
         long localMask = 0;
         long dropMask = 0;
         for (int k = 0; k < topK; k++) {
-            int route = n * topK <= threads ? slotRoute[tid * topK + k]
-                    : routeSlot(ctx, ids, tid * topK, k, chunk + tid, firstExpert, expertsPerRank, dropsOutOfRange,
-                            check, inputReport);
+            int route = routeSlot(ctx, ids, tid * topK, k, chunk + tid, firstExpert, expertsPerRank,
+                    dropsOutOfRange, check, inputReport);
             if (route == SLOT_HERE) {
                 localMask |= 1L << k;
             } else if (route == SLOT_DROPPED) {
@@ -683,17 +672,6 @@ public final class MoeKernels {
         tokenLocal[tid] = localMask;
         tokenDropped[tid] = dropMask;
         return Long.bitCount(localMask);
-    }
-
-    /** {@link #routeSlot} of the chunk's slot {@code tid} (of {@code n * topK}) into {@code slotRoute[tid]}. */
-    static void routeSlots(KernelContext ctx, int[] ids, int[] slotRoute, int chunk, int n, int topK, int tid,
-                           int firstExpert, int expertsPerRank, boolean dropsOutOfRange, boolean check,
-                           Buf inputReport) {
-        if (tid < n * topK) {
-            int token = tid / topK;
-            slotRoute[tid] = routeSlot(ctx, ids, token * topK, tid - token * topK, chunk + token, firstExpert,
-                    expertsPerRank, dropsOutOfRange, check, inputReport);
-        }
     }
 
     /** Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}. */

@@ -177,7 +177,7 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
                 pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false)) {
+        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false, true)) {
             for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
                 expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
                 slotCounts.setInt(l, 0);
@@ -211,7 +211,13 @@ public final class AllToAllKernels {
         int expert = ctx.groupIdx();
         // read before the waits (a local count, final since dispatch receive): its load overlaps them
         int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
-        for (int s = tid; s < worldSize; s += threads) {
+        int warpWidth = MoeKernels.copyWidth(threads);
+        int warps = threads / warpWidth;
+        int firstStripe = ctx.groupIdy() * warps;
+        // A block without rows (most of them in decode: a token's K pairs among L experts) writes
+        // nothing, so it neither waits for the peers' combine-done nor fences before its count.
+        boolean writes = firstStripe < n;
+        for (int s = tid; s < worldSize && writes; s += threads) {
             ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), round - 1, timeoutNanos, errors, rank, s,
                     waitTag + doneWord + s);
         }
@@ -219,9 +225,6 @@ public final class AllToAllKernels {
 
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
-        int warpWidth = MoeKernels.copyWidth(threads);
-        int warps = threads / warpWidth;
-        int firstStripe = ctx.groupIdy() * warps;
         int stripeStep = ctx.numGroupsY() * warps;
         // Stripes of one slot per warp as in MoeKernels.gather; teams of warps share a stripe's rows.
         for (int stripe = firstStripe; stripe < n; stripe += stripeStep) {
@@ -271,7 +274,7 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true, writes)) {
             for (int s = tid; s < worldSize; s += threads) {
                 ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
                         (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
@@ -313,7 +316,7 @@ public final class AllToAllKernels {
             MoeKernels.reduceSlice(t, firstQuad, stepQuad, combineRecv, pairLocation, weights, out, hidden, topK,
                     yDtype, outDtype);
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true)) {
+        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true, true)) {
             long word = 8L * (numGroups + worldSize + rank);
             for (int d = tid; d < worldSize; d += threads) {
                 ctx.signalSet(signals.slice(word, 8), round, d);
@@ -327,12 +330,17 @@ public final class AllToAllKernels {
      * block signals other ranks) or for this device ({@code globalFence}, cheaper: dispatch
      * receive's results stay here), and counts the block in {@code state[counter]}; returns true,
      * in every thread of the block, for the last block of the grid, which also resets the counter
-     * for the next launch.
+     * for the next launch. A block that {@code wrote} nothing counts itself without the first
+     * fence (the last block's fence, after the count, still orders the others' writes before
+     * what it does next).
      */
-    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system) {
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system,
+                                     boolean wrote) {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            fence(ctx, system);
+            if (wrote) {
+                fence(ctx, system);
+            }
             int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
                 state.setInt(counter, 0);

@@ -66,6 +66,8 @@ while IFS='|' read -r label dir opts args kargs; do
     [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-kernels.json"
   done
   grep -E "^[a-z0-9.-]+ +[0-9]+ +graph|^(pack|scatter|gather|reduce) " "$ab/ab/ab-$label.log"
+  # after every run, so that a run cut off by the caller's time limit keeps the ones before it
+  tar -C "$ab" -czf "$out/ab.tgz" ab
 done <<< "${AB_SPECS:-}"
 cp "$saved"/moecomm-*.jar "$carry/lib/"
 [ "$started_mps" = 1 ] && echo quit | nvidia-cuda-mps-control

@@ -206,7 +206,9 @@ if [ -n "${STRESS_ROUNDS:-}" ] && [ "${STRESS_ROUNDS}" != 0 ]; then
   echo "== stress run: moecomm stress --backend gpu --rounds $STRESS_ROUNDS ${STRESS_ARGS:-}"
   timeout -k 10 "${STRESS_TIMEOUT_S:-600}" "$java" "${java_opts[@]}" -cp "$classpath" \
     org.moecomm.bench.Main stress --backend gpu --rounds "$STRESS_ROUNDS" --out-dir "$results" \
-    --commit "${commit:-unknown}" "${stress_extra[@]}" 2>&1 | tee -a "$results/stress.log" | grep -v '^\[rank [1-9]'
+    --commit "${commit:-unknown}" \
+    --command "bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm stress --backend gpu --rounds $STRESS_ROUNDS${STRESS_ARGS:+ $STRESS_ARGS})" \
+    "${stress_extra[@]}" 2>&1 | tee -a "$results/stress.log" | grep -v '^\[rank [1-9]'
   stress_rc=${PIPESTATUS[0]}
   echo "stress run exit status: $stress_rc"
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$results" && pwd)" != "$(cd "$OUT" && pwd)" ]; then

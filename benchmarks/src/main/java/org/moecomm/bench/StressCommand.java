@@ -74,6 +74,9 @@ final class StressCommand implements Callable<Integer> {
     @Option(names = "--commit", description = "Commit recorded in the results (default: as for bench).")
     String commit;
 
+    @Option(names = "--command", description = "Command recorded in the results (default: this invocation).")
+    String command;
+
     @Spec
     CommandSpec spec;
 
@@ -114,7 +117,7 @@ final class StressCommand implements Callable<Integer> {
         }
         String line = StressResults.summary(run, RunCommand.label(choice), device,
                 commit != null ? commit : BenchCommand.defaultCommit(System.getenv(), Path.of(BenchCommand.BUNDLE_INFO)),
-                Main.invocation(spec, "stress"), results);
+                command != null ? command : Main.invocation(spec, "stress"), results);
         Path file = StressResults.write(ResultFiles.fresh(outDir,
                 ResultFiles.name(LocalDate.now(), device, RunCommand.label(choice) + "-stress")), line);
         out.println((ok ? "STRESS OK" : "STRESS FAILED") + "; wrote " + file);

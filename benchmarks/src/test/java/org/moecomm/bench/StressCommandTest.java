@@ -64,6 +64,18 @@ class StressCommandTest {
     }
 
     @Test
+    void aGivenCommandIsRecordedInsteadOfTheInvocation() throws Exception {
+        assertEquals(0, execute("--preset", "mixtral-8x7b", "--tokens", "2", "--world", "2", "--rounds", "2",
+                "--out-dir", dir.toString(), "--command", "bash scripts/gpu-nvshmem-check.sh (stress step)"));
+        Path file;
+        try (Stream<Path> s = Files.list(dir)) {
+            file = s.findFirst().orElseThrow();
+        }
+        assertEquals("bash scripts/gpu-nvshmem-check.sh (stress step)",
+                JSON.readTree(Files.readString(file)).get("command").asText());
+    }
+
+    @Test
     void badOptionsAreOneLineAndStatusTwo() {
         assertEquals(2, execute("--rounds", "0", "--out-dir", dir.toString()));
         String err = errBytes.toString(StandardCharsets.UTF_8);

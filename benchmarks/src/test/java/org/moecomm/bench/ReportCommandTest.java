@@ -214,18 +214,17 @@ class ReportCommandTest {
         Files.writeString(readme, ReportCommand.BEGIN + "\n" + ReportCommand.END + "\n");
         assertEquals(0, new CommandLine(new ReportCommand()).execute("--results", "results", "--readme", readme.toString()));
         String text = Files.readString(readme);
-        for (String name : List.of("phase-latency-w2", "phase-latency-w4", "kernel-bandwidth", "cpu-backend-jmh")) {
+        for (String name : List.of("phase-latency-w2", "phase-latency-w4", "kernel-bandwidth", "cpu-backend-jmh",
+                "phase-bandwidth-w2", "phase-bandwidth-w4")) {
             Path png = tmp.resolve("docs/charts/" + name + ".png");
             java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(png.toFile());
             assertEquals(ResultCharts.WIDTH, image.getWidth(), name);
             assertEquals(ResultCharts.HEIGHT, image.getHeight(), name);
             assertTrue(text.contains("![" + name + "](docs/charts/" + name + ".png)"), text);
         }
-        // the committed phase files predate the device bytes: their columns show "-", the device table a
-        // sentence, and the bandwidth charts are not drawn (once a file with the fields is committed, they are)
-        assertTrue(text.contains("Device memory per phase: not recorded in these results files"), text);
-        assertTrue(text.contains("| - | - | true |"), text);
-        assertFalse(Files.exists(tmp.resolve("docs/charts/phase-bandwidth-w4.png")));
+        // the newest committed phase files carry the device bytes: the device table and its charts are drawn
+        assertTrue(text.contains("Device memory per phase on the GPU backend"), text);
+        assertFalse(text.contains("Device memory per phase: not recorded"), text);
         assertTrue(text.contains("pplx-kernels: `reference/2026-12-02-h200-pplx-kernels.json`"), text);
     }
 

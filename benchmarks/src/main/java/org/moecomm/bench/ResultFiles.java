@@ -36,7 +36,7 @@ public final class ResultFiles {
 
     /** {@code <date>-<device>-<kind>.json}; {@code kind} such as {@code gpu-kernels}. */
     public static String name(LocalDate date, String deviceName, String kind) {
-        String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9]+", "-")
+        String slug = deviceName.toLowerCase(Locale.ROOT).replace("nvidia", "").replaceAll("[^a-z0-9_]+", "-")
                 .replaceAll("^-+|-+$", "");
         return date + "-" + (slug.isEmpty() ? "device" : slug) + "-" + kind + ".json";
     }

@@ -18,6 +18,9 @@ class ResultFilesTest {
         assertEquals("x86_64-2cpu", ResultFiles.machine("amd64", 2));
         assertEquals("aarch64-64cpu", ResultFiles.machine("arm64", 64));
         assertEquals("ppc64le-8cpu", ResultFiles.machine("ppc64le", 8));
+        // and the file name keeps it so: results of one machine stay one series
+        assertEquals("2026-12-03-x86_64-2cpu-jmh-cpu-backend.json",
+                ResultFiles.name(LocalDate.of(2026, 12, 3), ResultFiles.machine("amd64", 2), "jmh-cpu-backend"));
     }
 
     @Test

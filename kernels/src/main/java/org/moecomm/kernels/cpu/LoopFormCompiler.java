@@ -154,9 +154,8 @@ final class LoopFormCompiler {
             c.withMethodBody("run", runType, ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, second::emitResumable);
             for (int k = 1; k <= frames.size(); k++) {
                 List<Saved> saved = frames.get(k - 1);
-                String saveName = saveMethodName(k);
-                saveMethodType(saved).ifPresent(type -> c.withMethodBody(saveName, type,
-                        ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC, b -> emitSaveMethod(b, saved)));
+                c.withMethodBody(saveMethodName(k), saveMethodType(saved), ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
+                        b -> emitSaveMethod(b, saved));
             }
         });
         int length = codeLength(cf.parse(bytes));
@@ -512,21 +511,14 @@ final class LoopFormCompiler {
 
         private void saveAndReturn(int k) {
             List<Saved> saved = frames.get(k - 1);
-            Optional<MethodTypeDesc> viaMethod = saveMethodType(saved);
-            if (viaMethod.isPresent()) {
-                cb.aload(REFS);
-                cb.aload(PRIMS);
-                for (Saved l : saved) {
-                    if (passed(l.type())) {
-                        cb.loadLocal(kind(l.type()), l.slot());
-                    }
-                }
-                cb.invokestatic(loopForm, saveMethodName(k), viaMethod.get());
-            } else {
-                for (Saved l : saved) {
-                    saveLocal(cb, l.slot(), l.slot(), l.type());
+            cb.aload(REFS);
+            cb.aload(PRIMS);
+            for (Saved l : saved) {
+                if (passed(l.type())) {
+                    cb.loadLocal(kind(l.type()), l.slot());
                 }
             }
+            cb.invokestatic(loopForm, saveMethodName(k), saveMethodType(saved));
             cb.loadConstant(k);
             cb.ireturn();
         }
@@ -583,48 +575,33 @@ final class LoopFormCompiler {
     }
 
     /**
-     * Stores local {@code from} (of type {@code t}) into element {@code index} of the thread's
-     * saved locals ({@code refs} in slot {@link #REFS}, {@code prims} in {@link #PRIMS}): ints and
-     * floats widened to a long, objects into refs.
+     * Stores local {@code from} (of type {@code t}, one that {@link #passed}) into element
+     * {@code index} of the thread's saved locals ({@code refs} in slot {@link #REFS}, {@code prims}
+     * in {@link #PRIMS}): ints and floats widened to a long (floats and doubles by their bits),
+     * objects into refs.
      */
     private static void saveLocal(CodeBuilder b, int index, int from, VerificationTypeInfo t) {
-        switch (t) {
-            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.TOP
-                    || s == SimpleVerificationTypeInfo.NULL -> {
-            }
-            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.INTEGER -> {
-                primsAt(b, index);
-                b.iload(from);
-                b.i2l();
-                b.lastore();
-            }
-            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.LONG -> {
-                primsAt(b, index);
-                b.lload(from);
-                b.lastore();
-            }
-            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.FLOAT -> {
-                primsAt(b, index);
-                b.fload(from);
+        TypeKind k = kind(t);
+        if (k == TypeKind.REFERENCE) {
+            b.aload(REFS);
+            b.loadConstant(index);
+            b.aload(from);
+            b.aastore();
+            return;
+        }
+        primsAt(b, index);
+        b.loadLocal(k, from);
+        switch (k) {
+            case INT -> b.i2l();
+            case FLOAT -> {
                 b.invokestatic(CD_FLOAT, "floatToRawIntBits", MethodTypeDesc.of(CD_int, CD_float));
                 b.i2l();
-                b.lastore();
             }
-            case SimpleVerificationTypeInfo s when s == SimpleVerificationTypeInfo.DOUBLE -> {
-                primsAt(b, index);
-                b.dload(from);
-                b.invokestatic(CD_DOUBLE, "doubleToRawLongBits", MethodTypeDesc.of(CD_long, CD_double));
-                b.lastore();
+            case DOUBLE -> b.invokestatic(CD_DOUBLE, "doubleToRawLongBits", MethodTypeDesc.of(CD_long, CD_double));
+            default -> {
             }
-            case ObjectVerificationTypeInfo o -> {
-                b.aload(REFS);
-                b.loadConstant(index);
-                b.aload(from);
-                b.aastore();
-            }
-            default -> throw new UnsupportedInBuild(new Unsupported("a local of type " + t
-                    + " (an object under construction) at a barrier"));
         }
+        b.lastore();
     }
 
     private static void primsAt(CodeBuilder b, int index) {
@@ -636,13 +613,13 @@ final class LoopFormCompiler {
     private static final int MAX_ARGUMENT_SLOTS = 255;
 
     /**
-     * The type of split point's save method, {@code (Object[] refs, long[] prims, locals...)V}:
+     * The type of a split point's save method, {@code (Object[] refs, long[] prims, locals...)V}:
      * passing the saved locals as arguments takes a load each at the split point where storing
      * them inline takes five instructions each, which keeps kernels with many barriers and live
-     * locals under {@link #HUGE_METHOD_BYTES}. Empty (save inline) when the locals do not fit the
-     * JVM's argument slots.
+     * locals under {@link #HUGE_METHOD_BYTES}. More live locals than a method's argument slots
+     * hold leave the kernel without a loop form.
      */
-    private static Optional<MethodTypeDesc> saveMethodType(List<Saved> saved) {
+    private static MethodTypeDesc saveMethodType(List<Saved> saved) {
         List<ClassDesc> params = new ArrayList<>(List.of(CD_Object.arrayType(), CD_long.arrayType()));
         int slots = 2;
         for (Saved l : saved) {
@@ -651,7 +628,11 @@ final class LoopFormCompiler {
                 slots += width(l.type());
             }
         }
-        return slots <= MAX_ARGUMENT_SLOTS ? Optional.of(MethodTypeDesc.of(CD_void, params)) : Optional.empty();
+        if (slots > MAX_ARGUMENT_SLOTS) {
+            throw new UnsupportedInBuild(new Unsupported("more live locals at a barrier than a method's "
+                    + MAX_ARGUMENT_SLOTS + " argument slots"));
+        }
+        return MethodTypeDesc.of(CD_void, params);
     }
 
     private static String saveMethodName(int site) {
@@ -688,7 +669,8 @@ final class LoopFormCompiler {
         } else if (t instanceof ObjectVerificationTypeInfo) {
             return TypeKind.REFERENCE;
         }
-        throw new UnsupportedInBuild(new Unsupported("a local of type " + t + " at a barrier"));
+        throw new UnsupportedInBuild(new Unsupported("a local of type " + t
+                + " (an object under construction) at a barrier"));
     }
 
     /** Carries an {@link Unsupported} out of the class-file library's builder callbacks. */

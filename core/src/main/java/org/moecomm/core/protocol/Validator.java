@@ -180,6 +180,7 @@ public final class Validator {
     private static void matrix(String name, Tensor t, DType dtype, int minRows, int cols, String colName) {
         Objects.requireNonNull(t, name);
         dtype(name, t, dtype);
+        aligned(name, t);
         if (t.rank() != 2) {
             throw new IllegalArgumentException(name + ": expected 2 dimensions [>=m][" + colName + "], got shape "
                     + Arrays.toString(t.shape()));
@@ -197,6 +198,7 @@ public final class Validator {
     private static void exact(String name, Tensor t, DType dtype, long[] shape, String expected) {
         Objects.requireNonNull(t, name);
         dtype(name, t, dtype);
+        aligned(name, t);
         if (!Arrays.equals(t.shape(), shape)) {
             throw new IllegalArgumentException(name + ": expected shape " + expected + " = " + Arrays.toString(shape)
                     + ", got " + Arrays.toString(t.shape()));
@@ -208,6 +210,9 @@ public final class Validator {
             throw new IllegalArgumentException(name + ": expected dtype " + dtype.label() + ", got "
                     + t.dtype().label());
         }
+    }
+
+    private static void aligned(String name, Tensor t) {
         if (t.buf().address() % TENSOR_ALIGNMENT != 0) {
             throw new IllegalArgumentException(name + ": buffer address " + t.buf().address() + " is not a multiple of "
                     + TENSOR_ALIGNMENT + " (the kernels move rows in 16-byte pieces; allocations are aligned, a"

@@ -24,18 +24,7 @@ record CopyBaseline(String copy, long bytesPerRank, int ranks, double medianMicr
      * timed the same number of copies).
      */
     static CopyBaseline of(String copy, long bytesPerRank, List<long[]> perRank) {
-        int n = perRank.getFirst().length;
-        PhaseTimes slowest = new PhaseTimes("copy", n);
-        for (int i = 0; i < n; i++) {
-            long max = 0;
-            for (long[] rank : perRank) {
-                if (rank.length != n) {
-                    throw new IllegalArgumentException("copy times: " + rank.length + " from a rank, expected " + n);
-                }
-                max = Math.max(max, rank[i]);
-            }
-            slowest.add(max);
-        }
+        PhaseTimes slowest = PhaseTimes.slowest("copy", perRank, perRank.getFirst().length);
         return new CopyBaseline(copy, bytesPerRank, perRank.size(), slowest.medianMicros());
     }
 

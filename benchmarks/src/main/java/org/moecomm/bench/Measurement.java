@@ -53,24 +53,11 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
         }
         List<PhaseTimes> out = new ArrayList<>();
         for (int p = 0; p < Phases.COUNT; p++) {
-            PhaseTimes t = new PhaseTimes(Phases.NAMES.get(p), rounds);
             final int phase = p;
-            if (perRank.stream().allMatch(rank -> rank[phase].length == 0)) {
-                out.add(t);
-                continue;
-            }
-            for (int i = 0; i < rounds; i++) {
-                long max = 0;
-                for (long[][] rank : perRank) {
-                    if (rank[p].length != rounds) {
-                        throw new IllegalArgumentException("phase " + Phases.NAMES.get(p) + ": " + rank[p].length
-                                + " samples from a rank, expected " + rounds);
-                    }
-                    max = Math.max(max, rank[p][i]);
-                }
-                t.add(max);
-            }
-            out.add(t);
+            List<long[]> samples = perRank.stream().map(rank -> rank[phase]).toList();
+            boolean measured = samples.stream().anyMatch(s -> s.length > 0);
+            out.add(measured ? PhaseTimes.slowest(Phases.NAMES.get(p), samples, rounds)
+                    : new PhaseTimes(Phases.NAMES.get(p), rounds));
         }
         return out;
     }

@@ -1,5 +1,7 @@
 package org.moecomm.bench;
 
+import java.util.List;
+
 /**
  * Nanosecond samples of one phase (one per round, the slowest rank's), summarised as median and
  * p90 ({@link Percentiles}); a phase with no samples (not measured, e.g. the send/recv split of a graph replay) has NaN
@@ -13,6 +15,27 @@ final class PhaseTimes {
     PhaseTimes(String name, int capacity) {
         this.name = name;
         this.samples = new long[capacity];
+    }
+
+    /**
+     * Per round, the slowest rank's sample: {@code perRank.get(rank)[round]} nanoseconds, every rank
+     * with {@code rounds} of them.
+     */
+    static PhaseTimes slowest(String name, List<long[]> perRank, int rounds) {
+        PhaseTimes t = new PhaseTimes(name, rounds);
+        for (long[] rank : perRank) {
+            if (rank.length != rounds) {
+                throw new IllegalArgumentException(name + ": " + rank.length + " samples from a rank, expected " + rounds);
+            }
+        }
+        for (int i = 0; i < rounds; i++) {
+            long max = 0;
+            for (long[] rank : perRank) {
+                max = Math.max(max, rank[i]);
+            }
+            t.add(max);
+        }
+        return t;
     }
 
     String name() {

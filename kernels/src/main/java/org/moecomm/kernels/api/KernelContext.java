@@ -83,6 +83,14 @@ public interface KernelContext {
      */
     long clock();
 
+    /**
+     * Nanoseconds of a clock that every block of every kernel on this device reads alike, for
+     * timelines across blocks, kernels and processes that share the device: on the GPU the global
+     * timer ({@code %globaltimer}; its resolution is the device's, coarser than {@link #clock()}), on
+     * the JVM {@link System#nanoTime()}.
+     */
+    long globalTimerNanos();
+
     // ---- one-sided communication between ranks ----
     //
     // Symmetric buffers are allocated by every rank with the same size in the same order; a

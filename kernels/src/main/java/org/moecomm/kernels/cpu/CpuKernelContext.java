@@ -115,6 +115,11 @@ final class CpuKernelContext implements KernelContext {
         return System.nanoTime();
     }
 
+    @Override
+    public long globalTimerNanos() {
+        return System.nanoTime();
+    }
+
     // ---- one-sided communication, served by the runner's PeerMemory ----
 
     @Override

@@ -212,6 +212,7 @@ final class Intrinsics {
         def(CTX, "localBarrier", "()V", c -> c.f().op("bar.sync 0"));
         def(CTX, "globalFence", "()V", c -> c.f().op("fence.acq_rel.gpu"));
         def(CTX, "clock", "()J", c -> c.f().op("mov.u64 " + c.result() + ", %clock64"));
+        def(CTX, "globalTimerNanos", "()J", c -> c.f().op("mov.u64 " + c.result() + ", %globaltimer"));
         defAlloc("allocateIntLocalArray", "(I)[I", Kind.INT_ARRAY);
         defAlloc("allocateFloatLocalArray", "(I)[F", Kind.FLOAT_ARRAY);
         defAlloc("allocateLongLocalArray", "(I)[J", Kind.LONG_ARRAY);

@@ -431,12 +431,15 @@ class SupportedConstructsTest {
         long start = ctx.clock();
         out.setInt(1, 7);
         out.setInt(2, ctx.clock() - start >= 0 ? 1 : 0); // the same on every runner
+        long t = ctx.globalTimerNanos();
+        out.setInt(3, ctx.globalTimerNanos() - t >= 0 ? 1 : 0);
     }
 
     @Test
     void clockReadsTheCycleCounter() throws Exception {
         String p = ptx("timed");
         assertEquals(2, p.split("mov\\.u64 %lS?\\d+, %clock64;", -1).length - 1, p);
+        assertEquals(2, p.split("mov\\.u64 %lS?\\d+, %globaltimer;", -1).length - 1, p);
     }
 
     static void copySome(KernelContext ctx, Buf dst, Buf src, long i, long stride, int count) {

@@ -55,10 +55,17 @@ while IFS='|' read -r label dir opts args kargs; do
   mkdir -p "$run"
   kernel=0; phases=1
   [ -n "$kargs" ] && kernel=1 && phases=0
-  JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
+  # a variant whose device functions differ from the bundle's runs with its own fatbin
+  devfns="$MOECOMM_NVSHMEM_DEVFNS"
+  if [ -d "$carry/variants/$dir/cpp" ] && ! diff -rq "$carry/variants/$dir/cpp" nvshmem-bridge/src/main/cpp/nvshmem >/dev/null; then
+    devfns="$ab/devfns-$label.fatbin"
+    bash scripts/gpu-nvshmem-build.sh devfns "$carry/variants/$dir/cpp" "$devfns" > "$ab/ab/devfns-$label.log" 2>&1 \
+      || { echo "== $label: its device functions did not build (devfns-$label.log)"; continue; }
+  fi
+  MOECOMM_NVSHMEM_DEVFNS="$devfns" JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
     LAUNCH_BENCH=0 PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
     bash scripts/gpu-bench.sh > "$ab/ab/ab-$label.log" 2>&1
-  echo "== $label ($dir; ${opts:-no options}; ${kargs:-$args}): exit status $?"
+  echo "== $label ($dir; ${opts:-no options}; ${kargs:-$args}; device functions ${devfns##*/}): exit status $?"
   for f in "$run"/*-gpu-phases*.json; do
     [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-$(basename "$f" | sed 's/.*-\(w[0-9]*\)-gpu-phases.*\.json/\1/').json"
   done

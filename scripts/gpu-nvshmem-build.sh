@@ -17,6 +17,9 @@
 #              project built (mvn install).
 #   find       prints where NVSHMEM is (NVSHMEM_HOME, the pip wheel, the system's packages) and
 #              exits 0, or exits 1 when there is none; builds nothing.
+#   devfns SRC OUT   (on the GPU machine) builds only the device functions' fatbin from the
+#              bridge sources in folder SRC into file OUT (an A/B variant whose device functions
+#              differ from the bundle's: scripts/gpu-ab.sh).
 #   check      (anywhere with nvcc) compile-checks the CUDA sources against NVSHMEM headers:
 #              $NVSHMEM_INCLUDE, else the wheel's, else .nvshmem-src/src/include (NVSHMEM's
 #              public source tree, git-ignored; its .h.in files must be configured).
@@ -239,6 +242,15 @@ EOF
   echo "MOECOMM_NVSHMEM_LIB=$out/libjniNvshmemNative.so"
 }
 
+mode_devfns() {
+  local srcdir=${1:?devfns needs the source folder} fatbin=${2:?devfns needs the output file} cuda
+  cuda=$(find_cuda_home)
+  find_nvshmem || die "NVSHMEM not found"
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" \
+    -gencode "arch=compute_$arch,code=compute_$arch" -I"$nvshmem_inc" -I"$srcdir" -fatbin \
+    "$srcdir/moe_nvshmem_devfns.cu" -o "$fatbin"
+}
+
 mode_find() {
   if find_nvshmem; then
     echo "$nvshmem_inc $nvshmem_lib ($nvshmem_from)"
@@ -253,6 +265,7 @@ case "$mode" in
   find) mode_find ;;
   prepare) mode_prepare ;;
   check) mode_check ;;
+  devfns) mode_devfns "${2:-}" "${3:-}" ;;
   -h|--help|help) sed -n '2,32p' "$0" ;;
-  *) die "unknown mode '$mode' (build, local, prepare, find, check)" ;;
+  *) die "unknown mode '$mode' (build, local, prepare, find, check, devfns)" ;;
 esac

@@ -38,6 +38,8 @@ out="$carry/variants/$label"
 rm -rf "$out"
 mkdir -p "$out"
 cp "$tree"/{kernels,core,nvshmem-bridge,benchmarks}/target/moecomm-*-SNAPSHOT.jar "$out"/
+# the bridge's CUDA sources: scripts/gpu-ab.sh builds the variant's own device functions when they differ
+cp -r "$tree/nvshmem-bridge/src/main/cpp/nvshmem" "$out/cpp"
 {
   echo "label: $label"
   echo "commit: $sha"

@@ -82,6 +82,12 @@ __device__ __forceinline__ uint64_t mnv_dev_abort_seen(const mnv_error_ctx* ctx)
 // Waits until *sig >= value, at most timeout_ns of global time. Returns 0 when the value
 // arrived, 1 on timeout (recorded in ctx as `kind`) or when the context's abort word is raised
 // (recorded as MNV_ERROR_PEER_ABORTED, the word in `seen`). One thread calls it.
+//
+// A poll is one load of the signal: the abort word (two dependent loads: the context's pointer,
+// then the word) is read every MNV_ABORT_POLLS polls only, so that a signal arriving is seen
+// within about one round trip to memory, not three (decode latency), while an abort is still
+// seen within microseconds.
+#define MNV_ABORT_POLLS 32u
 __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t value, uint64_t timeout_ns,
                                             mnv_error_ctx* ctx, int kind, int rank, int peer, int tag) {
     uint64_t seen = mnv_dev_load_acquire_sys(sig);
@@ -95,20 +101,24 @@ __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t val
         if (seen >= value) {
             return 0;
         }
-        const uint64_t waited = mnv_dev_global_time_ns() - start;
-        const uint64_t aborted = mnv_dev_abort_seen(ctx);
-        if (aborted != 0) {
-            mnv_dev_error_record(ctx, MNV_ERROR_PEER_ABORTED, rank, peer, tag, (long long)value, (long long)aborted,
-                                 (long long)waited, 0);
-            return 1;
+        ++polls;
+        if (polls % MNV_ABORT_POLLS == 0) {
+            const uint64_t waited = mnv_dev_global_time_ns() - start;
+            const uint64_t aborted = mnv_dev_abort_seen(ctx);
+            if (aborted != 0) {
+                mnv_dev_error_record(ctx, MNV_ERROR_PEER_ABORTED, rank, peer, tag, (long long)value,
+                                     (long long)aborted, (long long)waited, 0);
+                return 1;
+            }
+            if (waited >= timeout_ns) {
+                mnv_dev_error_record(ctx, kind, rank, peer, tag, (long long)value, (long long)seen, (long long)waited,
+                                     0);
+                return 1;
+            }
         }
-        if (waited >= timeout_ns) {
-            mnv_dev_error_record(ctx, kind, rank, peer, tag, (long long)value, (long long)seen, (long long)waited, 0);
-            return 1;
-        }
-        // Poll hard for the first few microseconds (decode latency), then back off a little
+        // Poll hard for the first few hundred polls (decode latency), then back off a little
         // so a long wait does not hammer the memory system.
-        if (++polls > 256) {
+        if (polls > 256) {
             __nanosleep(polls > 4096 ? 1000 : 100);
         }
     }

@@ -213,6 +213,10 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   const int y = blockIdx.y, blocksY = gridDim.y;
   const bool leader = y == 0;  // the y blocks of a destination share the copies
   const int firstExpert = dest * expertsPerRank, numExperts = int(gridDim.x) * expertsPerRank;
+  const int chunkTokens = min(threads, kPackIds / topK);
+  // The first chunk's ids staged before m is known (up to the rows the tensors have): in flight with the count's load.
+  stage_ids(indices, min(chunkTokens, fixedTokens >= 0 ? clampi(fixedTokens, 0, maxTokens) : maxTokens) * topK, chunkIds,
+            tid, threads);
   const int count = fixedTokens >= 0 ? fixedTokens : numTokens[0];
   const int m = clampi(count, 0, maxTokens);
   const bool first = dest == 0 && leader && tid == 0;
@@ -221,13 +225,12 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
 
   const bool serves = dest % groupSize == member;
   const long outRegionRow = long(dest / groupSize) * maxTokens;
-  const int chunkTokens = min(threads, kPackIds / topK);
 
   int rowsBefore = 0, pairsBefore = 0;
   // m and n are the same for every thread, so are the trip counts of the loops with barriers.
   for (int chunk = 0; chunk < m; chunk += chunkTokens) {
     const int n = min(chunkTokens, m - chunk);
-    stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
+    if (chunk > 0) stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
     __syncthreads();
     const int t = chunk + tid;
     const bool check = checkIds != 0 && leader;

@@ -115,8 +115,6 @@ public final class MoeKernels {
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
         int firstExpert = dest * expertsPerRank;
-        int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
-                dest == 0 && ctx.groupIdy() == 0 && tid == 0);
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
         int[] scanRows = ctx.allocateIntLocalArray(2 * MAX_THREADS);
@@ -135,12 +133,21 @@ public final class MoeKernels {
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
+        // The first chunk's ids are staged before m is known, up to the rows the tensors have (m when
+        // the host gives it, else M): their loads are in flight with the count's, where staging them
+        // after reading m costs a decode round one more round trip to memory.
+        stageIds(indices, 0, min(chunkTokens, fixedTokens >= 0 ? clamp(fixedTokens, 0, maxTokens) : maxTokens) * topK,
+                chunkIds, tid, threads);
+        int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
+                dest == 0 && ctx.groupIdy() == 0 && tid == 0);
         int rowsBefore = 0;
         int pairsBefore = 0;
         // One token per thread per chunk; m is the same for every thread, so is the trip count.
         for (int chunk = 0; chunk < m; chunk += chunkTokens) {
             int n = min(chunkTokens, m - chunk);
-            stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+            if (chunk > 0) {
+                stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+            }
             ctx.localBarrier();
             // One thread per token. (One thread per (token, slot) for a decode chunk, with a barrier
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost

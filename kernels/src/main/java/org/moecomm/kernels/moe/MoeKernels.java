@@ -330,12 +330,16 @@ public final class MoeKernels {
                 int r = item / kd;
                 int p = item - r * kd;
                 long meta = metaIndex(regionRow + chunk + r, rowBytes, metaOffset);
-                if (p < clamp(dispatchRecv.getInt(meta + 1), 0, kd)) {
-                    int expert = dispatchRecv.getInt(meta + 2 + p);
+                // the row's first pair, its pair count and this pair's expert in one round trip
+                // (the expert slot p < Kd lies inside the row's meta whatever the count)
+                int rowPairBase = dispatchRecv.getInt(meta);
+                int rowPairs = dispatchRecv.getInt(meta + 1);
+                int expert = dispatchRecv.getInt(meta + 2 + p);
+                if (p < clamp(rowPairs, 0, kd)) {
                     int slot = ctx.atomicAdd(slotCounts, expert, 1);
                     // a slot past the expert's rows only comes with invalid input: never written
                     if (slot < capacity) {
-                        int origin = originBase + dispatchRecv.getInt(meta) + p;
+                        int origin = originBase + rowPairBase + p;
                         expertOrigin.setInt((long) expert * capacity + slot, origin);
                         int c = ctx.atomicAdd(listed, turn, 1);
                         copySlot[c] = slot;

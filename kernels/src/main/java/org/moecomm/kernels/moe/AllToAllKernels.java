@@ -27,7 +27,8 @@ import org.moecomm.kernels.api.Specialize;
  * each grid counts its finished blocks: a block ends with a barrier, its thread 0 makes the
  * block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts;
  * only to the device, {@code globalFence}, in dispatch receive, whose results stay local) and
- * adds one to a counter; the block that brings the counter to the grid size resets it and raises
+ * adds one to a counter; the block that brings the counter to the grid size fences again, resets
+ * the counter (after the fence, which then need not wait for that store) and raises
  * the signals. A dispatch send with one block per destination (decode) skips the count for its
  * destination's signal: its one block is the last. No block ever waits for another block of its own grid, so the grids need not be
  * resident all at once: a block only waits for other ranks' earlier kernels (docs/protocol.md,
@@ -127,14 +128,14 @@ public final class AllToAllKernels {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
         if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
-            if (!alone) {
-                state.setInt(STATE_DESTINATIONS + dest, 0);
-            }
             if (serves) {
                 if (!alone) {
                     ctx.systemFence(); // the other blocks' rows, seen through the count, before the signal
                 }
                 ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | rows, dest);
+            }
+            if (!alone) {
+                state.setInt(STATE_DESTINATIONS + dest, 0); // after the fence, as in lastBlock
             }
         }
         if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
@@ -343,8 +344,10 @@ public final class AllToAllKernels {
             }
             int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
-                state.setInt(counter, 0);
                 fence(ctx, system);
+                // reset after the fence, which would otherwise wait for this store too (a round
+                // trip on the way to the signals); the next launch of the grid comes after this one
+                state.setInt(counter, 0);
             }
             shared[0] = last;
         }

@@ -19,7 +19,7 @@
 #   BUNDLE_JRE_XZ=1                            pack the runtime with xz instead of gzip
 #   BUNDLE_SKIP_TWINS=1                        do not build twins/twins.ptx (the kernel benchmark's CUDA C++ twins)
 #   MAVEN_ARGS="-o"                            extra Maven arguments (offline, say)
-# Then run on the GPU machine (device tool): carry .gpu-carry, command `bash scripts/gpu-nvshmem-check.sh`.
+# Then, on the GPU machine, with .gpu-carry in the repository root: `bash scripts/gpu-nvshmem-check.sh`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

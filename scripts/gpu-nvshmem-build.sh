@@ -253,6 +253,6 @@ case "$mode" in
   find) mode_find ;;
   prepare) mode_prepare ;;
   check) mode_check ;;
-  -h|--help|help) sed -n '2,32p' "$0" ;;
+  -h|--help|help) sed -n '2,28p' "$0" ;;
   *) die "unknown mode '$mode' (build, local, prepare, find, check)" ;;
 esac

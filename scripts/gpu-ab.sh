@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, in the repository root: A/B runs of jar variants inside one device
 # session (scripts/make-ab-variant.sh put them into .gpu-carry/variants/<dir>/ on the development
-# machine). Builds the NVSHMEM bridge, starts MPS, and for each line of AB_SPECS copies that
-# variant's jars into the bundle and runs scripts/gpu-bench.sh with the line's options.
+# machine). Builds the NVSHMEM bridge, starts MPS, and for each line of AB_SPECS puts that
+# variant's jars in place of the bundle's moecomm jars and runs scripts/gpu-bench.sh with the line's
+# options (a variant may have other modules than the bundle: a commit before a module split).
 #
 #   AB_SPECS='label|dir|java options|bench args|kernel-bench args' bash scripts/gpu-ab.sh
 #
@@ -50,6 +51,7 @@ while IFS='|' read -r label dir opts args kargs; do
     echo "== $label: no variant $dir in $carry/variants (scripts/make-ab-variant.sh)"
     continue
   fi
+  rm -f "$carry"/lib/moecomm-*.jar
   cp "$carry/variants/$dir"/moecomm-*.jar "$carry/lib/"
   run="$ab/run-$label"
   mkdir -p "$run"
@@ -76,6 +78,7 @@ while IFS='|' read -r label dir opts args kargs; do
   # after every run, so that a run cut off by the caller's time limit keeps the ones before it
   tar -C "$ab" -czf "$out/ab.tgz" ab
 done <<< "${AB_SPECS:-}"
+rm -f "$carry"/lib/moecomm-*.jar
 cp "$saved"/moecomm-*.jar "$carry/lib/"
 [ "$started_mps" = 1 ] && echo quit | nvidia-cuda-mps-control
 tar -C "$ab" -czf "$out/ab.tgz" ab

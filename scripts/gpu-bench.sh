@@ -53,7 +53,7 @@ fi
 mkdir -p "$results"
 
 if ! tr ':' '\n' <<< "$classpath" | grep -q 'moecomm-benchmarks-[^/]*\.jar$'; then
-  echo "the bundle has no moecomm-benchmarks jar: build it with the benchmarks module (BUNDLE_MODULES unset, or listing benchmarks)"
+  echo "the bundle has no moecomm-benchmarks jar: make it again with scripts/make-gpu-bundle.sh"
   exit 2
 fi
 commit=$(sed -n 's/^commit: //p' "$carry/BUNDLE.txt" 2>/dev/null | head -n1)

@@ -7,11 +7,11 @@
 #              writes into $MOECOMM_NVSHMEM_OUT (default nvshmem-bridge/target/nvshmem-native)
 #              the library, the fatbin and env.sh (exports MOECOMM_NVSHMEM_LIB, LD_LIBRARY_PATH,
 #              MOECOMM_NVSHMEM_DEVFNS). Needs what `prepare` staged in .gpu-carry/nvshmem-jni.
-#   prepare    (on the development machine, after scripts/make-gpu-bundle.sh, which empties
-#              .gpu-carry) generates JavaCPP's JNI glue for NvshmemNative (-nocompile) into
-#              .gpu-carry/nvshmem-jni/glue, stages jni.h and jni_md.h of the local JDK into
-#              .gpu-carry/nvshmem-jni/include (the GPU machine has no JDK headers), and
-#              compile-checks the glue against them. Needs the bridge built (mvn install).
+#   prepare    (on the development machine; scripts/make-gpu-bundle.sh runs it) generates JavaCPP's
+#              JNI glue for NvshmemNative (-nocompile) into .gpu-carry/nvshmem-jni/glue, stages
+#              jni.h and jni_md.h of the local JDK into .gpu-carry/nvshmem-jni/include (the GPU
+#              machine has no JDK headers), and compile-checks the glue against them. Needs the
+#              bridge built (mvn install).
 #   local      (a machine with a JDK, CUDA and NVSHMEM; scripts/install.sh runs it) generates the JNI
 #              glue into nvshmem-bridge/target/nvshmem-jni and builds as `build` does. Needs the
 #              project built (mvn install).
@@ -111,8 +111,8 @@ find_jni_include() {
 
 check_glue_present() {
   [ -f "$gen/jniNvshmemNative.cpp" ] && [ -f "$gen/jnijavacpp.cpp" ] \
-    || die "the JNI glue is missing from $gen: run 'scripts/gpu-nvshmem-build.sh prepare' on the development machine \
-(after scripts/make-gpu-bundle.sh) and carry .gpu-carry"
+    || die "the JNI glue is missing from $gen: make the bundle again on the development machine \
+(scripts/make-gpu-bundle.sh, which runs 'scripts/gpu-nvshmem-build.sh prepare') and carry .gpu-carry"
 }
 
 generate_glue() {
@@ -193,8 +193,8 @@ mode_build() {
   [ -f "$inc/nvshmem.h" ] || die "$inc/nvshmem.h missing"
   [ -f "$lib/libnvshmem_device.a" ] || die "$lib/libnvshmem_device.a missing"
   [ -e "$lib/libnvshmem_host.so.3" ] || die "$lib/libnvshmem_host.so.3 missing"
-  jni=$(find_jni_include) || die "no jni.h: run 'scripts/gpu-nvshmem-build.sh prepare' on the development machine \
-(stages it in .gpu-carry/nvshmem-jni/include) and carry .gpu-carry, or set JNI_INCLUDE"
+  jni=$(find_jni_include) || die "no jni.h: make the bundle again on the development machine (scripts/make-gpu-bundle.sh \
+stages it in .gpu-carry/nvshmem-jni/include) and carry .gpu-carry, or set JNI_INCLUDE"
   cudalib="$cuda/lib64"
   [ -f "$cudalib/libcudart_static.a" ] || cudalib="$cuda/targets/x86_64-linux/lib"
   [ -f "$cudalib/libcudart_static.a" ] || die "libcudart_static.a not found under $cuda"
@@ -266,6 +266,6 @@ case "$mode" in
   prepare) mode_prepare ;;
   check) mode_check ;;
   devfns) mode_devfns "${2:-}" "${3:-}" ;;
-  -h|--help|help) sed -n '2,32p' "$0" ;;
+  -h|--help|help) sed -n '2,31p' "$0" ;;
   *) die "unknown mode '$mode' (build, local, prepare, find, check, devfns)" ;;
 esac

@@ -4,11 +4,9 @@
 # the multi-PE tests (when it is not running and MOECOMM_MPS is not 0), runs scripts/gpu-check.sh
 # with the arguments given, and stops the daemon again if it started it.
 #
-# On the development machine first:
-#   scripts/make-gpu-bundle.sh && scripts/gpu-nvshmem-build.sh prepare
-# (prepare generates the JNI glue and stages jni.h into .gpu-carry/nvshmem-jni, which the
-# bundle script empties, so it comes second), then carry
-# .gpu-carry and run `bash scripts/gpu-nvshmem-check.sh`.
+# On the development machine first: scripts/make-gpu-bundle.sh (the bundle, with the bridge's JNI
+# glue and jni.h in .gpu-carry/nvshmem-jni), then carry .gpu-carry and run
+# `bash scripts/gpu-nvshmem-check.sh`.
 #
 # Exit status: gpu-check.sh's, or 5 when the native build failed (the GPU check still runs, so
 # the other GPU tests report, but the NVSHMEM tests could not have passed).

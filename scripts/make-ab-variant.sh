@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the jars of one commit (a "variant") for an A/B run on the GPU machine and puts them into
-# the bundle: .gpu-carry/variants/<label>/ (the four moecomm jars and VARIANT.txt). Figures of
+# the bundle: .gpu-carry/variants/<label>/ (every module's moecomm jar and VARIANT.txt). Figures of
 # two device sessions drift by 10-30%, so compare code in one session: make the bundle, add a
 # variant per commit to compare, carry .gpu-carry and run scripts/gpu-ab.sh there.
 #
@@ -37,7 +37,8 @@ done
 out="$carry/variants/$label"
 rm -rf "$out"
 mkdir -p "$out"
-cp "$tree"/{kernels,core,nvshmem-bridge,benchmarks}/target/moecomm-*-SNAPSHOT.jar "$out"/
+# every module's jar (not the test jars, not the shaded moecomm-benchmarks.jar): the modules of that commit
+cp "$tree"/*/target/moecomm-*-SNAPSHOT.jar "$out"/
 # the bridge's CUDA sources: scripts/gpu-ab.sh builds the variant's own device functions when they differ
 cp -r "$tree/nvshmem-bridge/src/main/cpp/nvshmem" "$out/cpp"
 {

@@ -130,7 +130,8 @@ public final class GpuRankMain {
             DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
             long[][] samples;
             if (graph) {
-                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers.handle(), in, buffers.dispatchOutput(),
+                        buffers.combineInput(), buffers.out())) {
                     samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
                             graphs.combine()::replay, problems);
                 }

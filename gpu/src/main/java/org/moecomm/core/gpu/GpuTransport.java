@@ -15,31 +15,40 @@ import org.moecomm.kernels.api.Buf;
 
 /**
  * {@link Transport} over NVSHMEM for one PE (one process, one rank): symmetric memory, a bounded
- * barrier, and what the handle's communicating kernels need from the host. It issues no puts,
- * signals or waits of the protocol: the four kernels of a round ({@code AllToAllKernels}) call the
- * bridge's device functions themselves ({@code KernelContext}'s one-sided methods, linked into
- * their modules by {@link CheckedKernelRunner}), and the round state lives on the device.
+ * barrier, the abort word, and what the handle's communicating kernels need from the host. It
+ * issues no puts, signals or waits of the protocol: the four kernels of a round
+ * ({@code AllToAllKernels}) call the bridge's device functions themselves ({@code KernelContext}'s
+ * one-sided methods, linked into their modules by {@link CheckedKernelRunner}), and the round
+ * state, the token count included, lives on the device.
  *
  * <ul>
- *   <li>{@link #allocateSymmetric}: collective {@code nvshmem_malloc}, zeroed on the stream,
- *       rounded to 256 bytes and counted against the symmetric heap ({@link SymmetricAccounting}:
- *       running out names what this rank holds and what {@code NVSHMEM_SYMMETRIC_SIZE} to set);</li>
- *   <li>{@link #waitErrors} / {@link #registerWaits}: the device-side error record the kernels'
- *       bounded waits report to, and the names of those waits (a timed-out wait is raised as a
- *       {@link org.moecomm.core.WaitTimeoutException} naming the peer and the signal at the next
- *       {@link #synchronize} or {@link #checkErrors});</li>
- *   <li>{@link #barrier}: a bounded barrier kernel over a symmetric word per PE, then a stream
- *       synchronisation; a PE that does not arrive within the handle's timeout is raised the same
- *       way;</li>
+ *   <li>{@link #allocateSymmetric}: collective {@code nvshmem_malloc}, zeroed on the stream and
+ *       followed by {@code nvshmem_barrier_all} (no peer writes into a block before every PE zeroed
+ *       its copy), rounded to 256 bytes and counted against the symmetric heap
+ *       ({@link SymmetricAccounting}: running out names what this rank holds and what
+ *       {@code NVSHMEM_SYMMETRIC_SIZE} to set). The transport's own words come first: one barrier
+ *       word per PE, then the abort word;</li>
+ *   <li>{@link #waitErrors} / {@link #registerWaits}: the error record the kernels' bounded waits
+ *       report to (page-locked host memory mapped into the GPU), and the names of those waits (a
+ *       timed-out wait is raised as a {@link org.moecomm.core.WaitTimeoutException} naming the peer
+ *       and the signal at the next {@link #synchronize} or {@link #checkErrors});</li>
+ *   <li>{@link #barrier}: a bounded barrier kernel over the barrier words, then a stream
+ *       synchronisation ({@link #barrierOnStream} enqueues it without waiting); a PE that does not
+ *       arrive within the handle's timeout is raised the same way;</li>
+ *   <li>{@link #raiseAbort} / {@link #abortWord}: sets the abort word on every PE from a stream of
+ *       its own (the handle's may be stuck in a wait that this word ends) and never waits; every
+ *       bounded wait, the barrier's too, watches the word and fails with
+ *       {@link org.moecomm.core.PeerAbortedException};</li>
  *   <li>{@link #peerAddress} / {@link #mapped}: {@code nvshmem_ptr}, which decides whether a peer is
  *       written by direct stores or by staged non-blocking puts;</li>
  *   <li>{@link #stream}: the rank's stream, on which everything is enqueued (and which
  *       {@code RoundGraph} captures).</li>
  * </ul>
  *
- * <p>Symmetric allocation and {@link #close()} are collective (NVSHMEM's {@code nvshmem_malloc}
- * and {@code nvshmem_free}); after a failure {@link #close()} skips the collective frees (a peer
- * may be gone) and leaves the memory to {@code nvshmem_finalize}.
+ * <p>{@link #close()} is collective: after the stream drained, a bounded barrier (which an abort
+ * also ends), then {@code nvshmem_free} of the buffers in reverse order. After a recorded failure
+ * or an abort it frees nothing (a collective call could wait forever for a dead or aborted peer)
+ * and leaves the memory to {@code nvshmem_finalize}.
  */
 public final class GpuTransport implements Transport {
     private static final Logger LOG = LogManager.getLogger(GpuTransport.class);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.moecomm.core.DType;
@@ -127,6 +128,18 @@ class WorkloadTest {
             assertTrue(codes.containsAll(Set.of(0x00, 0x80, 0x7e, 0xfe, 0x7f, 0x01, 0x81)), in + ": " + codes);
             assertTrue(one && infinite, in + ": zero blocks and infinite scales");
             assertEquals(in == DType.BF16, subnormal, in + ": subnormal scales (bf16 only: fp16's are normal floats)");
+        }
+    }
+
+    /** The reference of a generated workload (dropped slots included): expert counts are the dispatch lists' sizes. */
+    @Test
+    void expertCountsAreTheSizesOfTheDispatchLists() {
+        MoeConfig c = MoeConfig.builder().worldSize(4).groupSize(2).numExperts(16).topK(4).hidden(16)
+                .maxTokensPerRank(20).build();
+        Reference ref = Workload.generate(c, 5, Workload.Options.defaults().drop(0.2)).reference();
+        for (int rank = 0; rank < 4; rank++) {
+            assertArrayEquals(ref.dispatch(rank).stream().mapToInt(List::size).toArray(), ref.expertCounts(rank),
+                    "rank " + rank);
         }
     }
 }

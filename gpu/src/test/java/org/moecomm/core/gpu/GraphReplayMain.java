@@ -49,7 +49,8 @@ public final class GraphReplayMain {
                 // the graphs keep the buffers of the first upload; later uploads rewrite those buffers
                 DispatchInput in = buffers.upload(Workload.generate(config, seed).rank(rank), true);
                 Runnable sync = gpu.deviceTiming(h).barrier();
-                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers, in)) {
+                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers.handle(), in, buffers.dispatchOutput(),
+                        buffers.combineInput(), buffers.out())) {
                     RoundGraph dispatch = graphs.dispatch();
                     RoundGraph combine = graphs.combine();
                     for (int i = 0; i < rounds; i++) {

@@ -1,14 +1,16 @@
 package org.moecomm.core.gpu;
 
 import java.util.Objects;
+import org.moecomm.core.CombineInput;
 import org.moecomm.core.DispatchInput;
+import org.moecomm.core.DispatchOutput;
 import org.moecomm.core.MoeAllToAll;
-import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.Tensor;
 
 /**
  * A rank's round as two captured graphs, dispatch (send and receive) and combine (send and
  * receive), with the experts left to run between their replays: how the GPU tests and the
- * benchmark replay rounds on one {@link RankBuffers}.
+ * benchmark replay rounds on one rank's buffers.
  */
 public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements AutoCloseable {
     public HalfGraphs {
@@ -17,19 +19,20 @@ public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements Aut
     }
 
     /**
-     * Captures the halves of {@code buffers}' handle with dispatch input {@code in} (its tensors,
-     * and its count in device memory, are what later rounds rewrite before each replay).
+     * Captures the halves of handle {@code h}: dispatch from {@code in} into {@code received},
+     * combine from {@code combine} into {@code out} (the tensors, and a count in device memory, are
+     * what later rounds rewrite before each replay).
      */
-    public static HalfGraphs capture(GpuBackend gpu, RankBuffers buffers, DispatchInput in) {
-        MoeAllToAll h = buffers.handle();
+    public static HalfGraphs capture(GpuBackend gpu, MoeAllToAll h, DispatchInput in, DispatchOutput received,
+                                     CombineInput combine, Tensor out) {
         RoundGraph dispatch = gpu.capture(h, () -> {
             h.dispatchSend(in);
-            h.dispatchRecv(buffers.dispatchOutput());
+            h.dispatchRecv(received);
         });
         try {
             return new HalfGraphs(dispatch, gpu.capture(h, () -> {
-                h.combineSend(buffers.expertY());
-                h.combineRecv(buffers.weights(), buffers.out());
+                h.combineSend(combine.expertY());
+                h.combineRecv(combine.weights(), out);
             }));
         } catch (RuntimeException | Error e) {
             dispatch.close();

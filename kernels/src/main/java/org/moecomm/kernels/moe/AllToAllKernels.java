@@ -83,7 +83,7 @@ public final class AllToAllKernels {
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
                                     Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
-                                    int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
+                                    @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
                                     int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
                                     @Specialize int quantizeFrom) {
         int dest = ctx.groupIdx();

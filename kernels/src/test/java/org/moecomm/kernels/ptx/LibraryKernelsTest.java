@@ -68,9 +68,10 @@ class LibraryKernelsTest {
         Kernel send = library().filter(k -> k.name().equals("dispatchSend")).findFirst().orElse(null);
         Assumptions.assumeTrue(send != null, ROUND_KERNELS + " is not on the class path");
         int[] positions = send.specializedPositions();
-        assertEquals(1, positions.length, "quantizeFrom is dispatch send's one specialised parameter");
-        Object[] args = new Object[positions[0] + 1];
-        args[positions[0]] = quantizeFrom;
+        assertEquals(2, positions.length, "topK and quantizeFrom are dispatch send's specialised parameters");
+        Object[] args = new Object[positions[1] + 1];
+        args[positions[0]] = 8; // topK of DeepSeek-V3: the routing loops unroll
+        args[positions[1]] = quantizeFrom;
         PtxKernel k = PtxCompiler.hopper().compile(send.specializedFor(positions, args));
         boolean quantizes = k.ptx().contains("div.rn.f32") && k.ptx().contains("cvt.rn.satfinite.e4m3x2.f32");
         assertEquals(quantizeFrom >= 0, quantizes, "the quantising copy is compiled in exactly when asked for");

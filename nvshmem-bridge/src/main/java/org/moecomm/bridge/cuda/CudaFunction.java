@@ -22,6 +22,8 @@ public final class CudaFunction {
     public static final int ATTRIBUTE_NUM_REGS = 4;
     /** {@code CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES}. */
     public static final int ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+    /** {@code CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT} (percent of the L1/shared split given to shared memory). */
+    public static final int ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9;
 
     private final CudaModule module;
     private final String name;
@@ -140,6 +142,21 @@ public final class CudaFunction {
         module.context().bind();
         Cuda.check(CudaNative.mcFuncSetAttribute(handle, ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
                 "cuFuncSetAttribute(" + name + ", MAX_DYNAMIC_SHARED_SIZE_BYTES, " + bytes + ")");
+    }
+
+    /**
+     * Asks for {@code percent} (0-100) of the multiprocessor's L1/shared memory as shared memory when
+     * this function runs (a hint; kernels of one stream with the same carveout need no
+     * reconfiguration of the split between them).
+     */
+    public void setPreferredSharedCarveout(int percent) {
+        if (percent < 0 || percent > 100) {
+            throw new IllegalArgumentException("a carveout is 0-100 percent, got " + percent);
+        }
+        module.ensureOpen();
+        module.context().bind();
+        Cuda.check(CudaNative.mcFuncSetAttribute(handle, ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent),
+                "cuFuncSetAttribute(" + name + ", PREFERRED_SHARED_MEMORY_CARVEOUT, " + percent + ")");
     }
 
     @Override

@@ -34,6 +34,10 @@ import org.moecomm.kernels.ptx.PtxKernel;
  * Not thread-safe: use one runner per thread.
  */
 public final class GpuKernelRunner implements KernelRunner {
+    /** System property: the shared memory carveout (percent) every loaded kernel asks for; unset: the driver's choice. */
+    public static final String SHARED_CARVEOUT_PROPERTY = "moecomm.gpu.sharedCarveout";
+    private static final int SHARED_CARVEOUT = Integer.getInteger(SHARED_CARVEOUT_PROPERTY, -1);
+
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
                           List<DeviceLibrary> libraries) {
     }
@@ -275,7 +279,11 @@ public final class GpuKernelRunner implements KernelRunner {
                 lib.loaded(module);
                 registered.add(lib);
             }
-            l = new Loaded(ptx, module, module.function(ptx.entryName()), parameters, List.copyOf(needed));
+            CudaFunction function = module.function(ptx.entryName());
+            if (SHARED_CARVEOUT >= 0) {
+                function.setPreferredSharedCarveout(SHARED_CARVEOUT);
+            }
+            l = new Loaded(ptx, module, function, parameters, List.copyOf(needed));
         } catch (RuntimeException e) {
             for (DeviceLibrary lib : registered) {
                 run(new ArrayList<>(), () -> lib.unloading(module));

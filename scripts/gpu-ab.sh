@@ -15,6 +15,9 @@
 #   bench args         the phase benchmark's options (PHASE_BENCH_ARGS), e.g. --presets deepseek-v3 --launch graph
 #   kernel-bench args  when given, the kernel benchmark runs with them instead of the phases
 #                      (KERNEL_BENCH_ARGS), e.g. --tokens 1,128,4096
+# A variant whose bridge sources (nvshmem-bridge/src/main/cpp/nvshmem, copied by make-ab-variant.sh)
+# differ from the bundle's runs with its own device functions (scripts/gpu-nvshmem-build.sh devfns):
+# a change to the device functions can be compared in one session like a change to the jars.
 # Environment: AB_WORLDS (default 4) the worlds of the phase runs; AB_CHECK=1 first runs the whole
 # GPU check (scripts/gpu-nvshmem-check.sh, tests included) with the bundle's own jars.
 # Prints each run's graph-replay rows (phases) or kernel rows; exit status 0 unless the bridge did

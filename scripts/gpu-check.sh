@@ -5,7 +5,8 @@
 #   2. runs the JUnit tests tagged `gpu` with the JUnit console launcher (XML reports);
 #   3. runs the GPU benchmarks, where they exist (the hook below);
 #   4. writes logs and results into $OUT (at most 8 files come back): gpu-check.log,
-#      summary.txt, junit-reports.tgz, and bench-results.tgz when benchmarks ran.
+#      summary.txt, junit-reports.tgz, bench-results.tgz when benchmarks ran, and sanitizers.tgz
+#      when GPU_SANITIZE asked for compute-sanitizer runs.
 # Exits non-zero when a test failed or could not run. No Java, Maven or network is needed there.
 #
 # Environment:
@@ -19,6 +20,15 @@
 #                       the per-case lines printed while tests run stay in the log if one is hit
 #   GPU_JAVA_OPTS       extra JVM options
 #   GPU_CHECK_ALLOW_NO_GPU=1  do not fail when every GPU test skipped (trying the script without a GPU)
+#   GPU_SANITIZE        compute-sanitizer tools to run the single-process GPU tests under after the
+#                       tests, e.g. "memcheck racecheck synccheck" (default: none). Each tool runs the
+#                       JUnit console launcher over GPU_SANITIZE_SELECT (default: the compiler's kernel
+#                       cases, the library kernels and the CUDA driver binding with its graph capture:
+#                       CompiledKernelsGpuTest, MoeKernelsGpuTest, CudaDriverGpuTest) with
+#                       --target-processes all and CUDA API errors not reported (some tests make
+#                       them on purpose); its log is sanitizer-<tool>.log in sanitizers.tgz, its
+#                       ERROR SUMMARY line goes into summary.txt, and errors fail the check.
+#   GPU_SANITIZE_TIMEOUT_S  limit for each tool's run (default 900 s)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -113,6 +123,36 @@ if [ "$test_rc" -eq 0 ] && [ "$n_passed" -le 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:
   test_rc=4
 fi
 
+sanitize_rc=0
+if [ -n "${GPU_SANITIZE:-}" ]; then
+  section "compute-sanitizer (${GPU_SANITIZE})"
+  sanitizer=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2>/dev/null | head -n1)
+  # shellcheck disable=SC2206
+  sanitize_select=(${GPU_SANITIZE_SELECT:---select-class org.moecomm.bridge.cuda.CompiledKernelsGpuTest
+    --select-class org.moecomm.bridge.cuda.MoeKernelsGpuTest --select-class org.moecomm.bridge.cuda.CudaDriverGpuTest})
+  mkdir -p "$work/sanitizers"
+  for tool in ${GPU_SANITIZE}; do
+    log="$work/sanitizers/sanitizer-$tool.log"
+    if [ -z "$sanitizer" ]; then
+      echo "sanitizer $tool: compute-sanitizer not found" | tee -a "$out/summary.txt"
+      sanitize_rc=1
+      continue
+    fi
+    timeout -k 10 "${GPU_SANITIZE_TIMEOUT_S:-900}" "$sanitizer" --tool "$tool" --target-processes all \
+      --report-api-errors no --print-limit 50 --error-exitcode 86 \
+      "$java" "${java_opts[@]}" -jar "$console" execute --disable-banner --disable-ansi-colors \
+      --details=summary --class-path "$classpath" "${sanitize_select[@]}" --include-tag "${GPU_TEST_TAGS:-gpu}" \
+      --fail-if-no-tests > "$log" 2>&1
+    r=$?
+    summary_line=$(grep -h "ERROR SUMMARY" "$log" | tail -n1)
+    tests_line=$(grep -hE "tests (successful|failed)" "$log" | tr -s ' ' | tr '\n' ' ')
+    echo "sanitizer $tool: exit status $r; ${summary_line:-no ERROR SUMMARY line}; ${tests_line}" | tee -a "$out/summary.txt"
+    grep -hE "^========= (Invalid|Race|Barrier|Error|Uninitialized)" "$log" | sort | uniq -c | head -n 20
+    if [ "$r" -ne 0 ]; then sanitize_rc=$r; fi
+  done
+  tar -C "$work" -czf "$out/sanitizers.tgz" sanitizers 2>/dev/null || true
+fi
+
 # ======================================================================================
 # GPU BENCHMARKS HOOK
 # Runs after the tests, with the same runtime and classpath. Two ways in, both optional:
@@ -151,6 +191,10 @@ cat "$out/summary.txt"
 if [ "$test_rc" -ne 0 ]; then
   echo "GPU CHECK FAILED (tests)"
   finish 1
+fi
+if [ "$sanitize_rc" -ne 0 ]; then
+  echo "GPU CHECK FAILED (compute-sanitizer)"
+  finish 6
 fi
 if [ "$bench_rc" -ne 0 ]; then
   echo "GPU CHECK: tests passed, benchmarks failed"

@@ -144,7 +144,7 @@ if [ -n "${GPU_SANITIZE:-}" ]; then
       --details=summary --class-path "$classpath" "${sanitize_select[@]}" --include-tag "${GPU_TEST_TAGS:-gpu}" \
       --fail-if-no-tests > "$log" 2>&1
     r=$?
-    summary_line=$(grep -h "ERROR SUMMARY" "$log" | tail -n1)
+    summary_line=$(grep -hE "(ERROR|RACECHECK) SUMMARY" "$log" | tail -n1)
     tests_line=$(grep -hE "tests (successful|failed)" "$log" | tr -s ' ' | tr '\n' ' ')
     echo "sanitizer $tool: exit status $r; ${summary_line:-no ERROR SUMMARY line}; ${tests_line}" | tee -a "$out/summary.txt"
     grep -hE "^========= (Invalid|Race|Barrier|Error|Uninitialized)" "$log" | sort | uniq -c | head -n 20

@@ -15,7 +15,9 @@ import org.moecomm.kernels.ptx.PtxCompiler;
  * {@code KernelContext} are linked with the NVSHMEM bridge's device functions.
  *
  * <p>The runner's check that every buffer argument lies in one CUDA allocation costs two driver
- * queries per buffer and launch; it is off unless {@code -Dmoecomm.gpu.checkPointers=true}.
+ * queries per buffer and launch; it is off unless {@code -Dmoecomm.gpu.checkPointers=true}. With
+ * {@code -Dmoecomm.gpu.sharedCarveout=P} every kernel asks for P percent of the L1/shared split as
+ * shared memory ({@link GpuKernelRunner#sharedCarveout}); unset, the driver chooses.
  */
 final class CheckedKernelRunner implements KernelRunner {
     private final GpuExecution exec;
@@ -25,6 +27,7 @@ final class CheckedKernelRunner implements KernelRunner {
         this.exec = Objects.requireNonNull(exec, "exec");
         this.runner = new GpuKernelRunner(exec.context(), exec.stream(), PtxCompiler::compileCached)
                 .checkPointers(Boolean.getBoolean("moecomm.gpu.checkPointers"))
+                .sharedCarveout(Integer.getInteger("moecomm.gpu.sharedCarveout", -1))
                 .withDeviceLibrary(new NvshmemDeviceLibrary());
     }
 

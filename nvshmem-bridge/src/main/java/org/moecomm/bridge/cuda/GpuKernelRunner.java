@@ -34,10 +34,6 @@ import org.moecomm.kernels.ptx.PtxKernel;
  * Not thread-safe: use one runner per thread.
  */
 public final class GpuKernelRunner implements KernelRunner {
-    /** System property: the shared memory carveout (percent) every loaded kernel asks for; unset: the driver's choice. */
-    public static final String SHARED_CARVEOUT_PROPERTY = "moecomm.gpu.sharedCarveout";
-    private static final int SHARED_CARVEOUT = Integer.getInteger(SHARED_CARVEOUT_PROPERTY, -1);
-
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
                           List<DeviceLibrary> libraries) {
     }
@@ -101,6 +97,8 @@ public final class GpuKernelRunner implements KernelRunner {
     private final Map<Long, DeviceBuffer> allocations = new LinkedHashMap<>();
     private final List<DeviceLibrary> libraries = new ArrayList<>();
     private boolean checkPointers = true;
+    /** Percent of shared memory every kernel loaded from now on asks for; -1: the driver's choice. */
+    private int sharedCarveout = -1;
     private boolean closed;
 
     /** A runner on device 0, with its own context reference and stream. */
@@ -154,6 +152,20 @@ public final class GpuKernelRunner implements KernelRunner {
     /** Whether {@code Buf} arguments are checked to be CUDA memory before each launch (default true). */
     public GpuKernelRunner checkPointers(boolean check) {
         this.checkPointers = check;
+        return this;
+    }
+
+    /**
+     * Has every kernel loaded from now on ask for {@code percent} (0-100) of the L1/shared split as
+     * shared memory ({@link CudaFunction#setPreferredSharedCarveout}); -1 (the default) leaves it to
+     * the driver.
+     */
+    public GpuKernelRunner sharedCarveout(int percent) {
+        if (percent < -1 || percent > 100) {
+            throw new IllegalArgumentException("a carveout is 0-100 percent, or -1 for the driver's choice, got "
+                    + percent);
+        }
+        this.sharedCarveout = percent;
         return this;
     }
 
@@ -280,8 +292,8 @@ public final class GpuKernelRunner implements KernelRunner {
                 registered.add(lib);
             }
             CudaFunction function = module.function(ptx.entryName());
-            if (SHARED_CARVEOUT >= 0) {
-                function.setPreferredSharedCarveout(SHARED_CARVEOUT);
+            if (sharedCarveout >= 0) {
+                function.setPreferredSharedCarveout(sharedCarveout);
             }
             l = new Loaded(ptx, module, function, parameters, List.copyOf(needed));
         } catch (RuntimeException e) {

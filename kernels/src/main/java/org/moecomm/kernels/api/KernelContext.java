@@ -192,4 +192,15 @@ public interface KernelContext {
      * orders a store before a later load of another location, which no kernel here relies on).
      */
     void systemFence();
+
+    /**
+     * One thread: stores int64 element {@code index} of {@code buf} (local, or a peer's through
+     * {@link #peerBuf}) as a release for every observer in the system: this thread's earlier
+     * accesses, and what it observed of its block's through a {@link #localBarrier()} before it,
+     * are visible to whoever sees the value with an acquire load ({@link #waitAtLeast} does).
+     * Into a mapped peer's signal word it is {@link #systemFence()} and {@link #signalSet} in one
+     * instruction ({@code st.release.sys}; on the JVM {@code setRelease}), without the signal's
+     * own lookup of the peer's address.
+     */
+    void storeRelease(Buf buf, long index, long value);
 }

@@ -280,6 +280,11 @@ final class CpuKernelContext implements KernelContext {
         VarHandle.fullFence();
     }
 
+    @Override
+    public void storeRelease(Buf buf, long index, long value) {
+        SEGMENT_LONG.setRelease(buf.segment(), index << 3, value);
+    }
+
     PeerMemory peers(String call) {
         PeerMemory p = block.peers;
         if (p == null) {

@@ -251,6 +251,8 @@ final class Intrinsics {
                 List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4)), true, true));
         def(CTX, "quiet", "()V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.QUIET, List.of()));
         def(CTX, "systemFence", "()V", c -> c.f().op("fence.acq_rel.sys"));
+        def(CTX, "storeRelease", "(" + B + "JJ)V", c -> c.f().op("st.release.sys.global.u64 ["
+                + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
 
         // ---- Buf accessors: element index in units of the type's width ----
         load("getByte", "(J)B", "s8", 0);

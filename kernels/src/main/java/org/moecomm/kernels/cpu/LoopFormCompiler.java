@@ -157,6 +157,8 @@ final class LoopFormCompiler {
                 c.withMethodBody(saveMethodName(k), saveMethodType(saved), ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
                         b -> emitSaveMethod(b, saved));
             }
+            c.withMethodBody(SweepMethod.NAME, SweepMethod.type(), ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                    b -> SweepMethod.emit(b, name, runType));
         });
         int length = codeLength(cf.parse(bytes));
         if (length > HUGE_METHOD_BYTES) {
@@ -166,13 +168,12 @@ final class LoopFormCompiler {
         try {
             MethodHandles.Lookup lookup = MethodHandles.privateLookupIn(host, MethodHandles.lookup())
                     .defineHiddenClass(bytes, true, MethodHandles.Lookup.ClassOption.NESTMATE);
-            MethodHandle run = lookup.findStatic(lookup.lookupClass(), "run",
-                    MethodType.fromMethodDescriptorString(runType.descriptorString(), loader));
+            MethodHandle sweep = lookup.findStatic(lookup.lookupClass(), SweepMethod.NAME, SweepMethod.TYPE);
             boolean[] waits = new boolean[first.sites.size() + 1];
             for (int k = 0; k < first.sites.size(); k++) {
                 waits[k + 1] = first.sites.get(k);
             }
-            return new LoopForm(run, waits, second.nextSlot);
+            return new LoopForm(sweep, waits, second.nextSlot);
         } catch (ReflectiveOperationException | IllegalArgumentException | LinkageError e) {
             throw new Unsupported("its loop form cannot be loaded: " + e);
         }

@@ -145,7 +145,9 @@ final class LoopFormCompiler {
         Emission first = new Emission(method, null, name);
         byte[] probe = cf.build(name, c -> c.withMethodBody("run", runType,
                 ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, first::emitBody));
-        List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size());
+        int parameterSlots = FIRST_KERNEL_SLOT + kernelType.parameterList().stream()
+                .mapToInt(d -> TypeKind.from(d).slotSize()).sum();
+        List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size(), parameterSlots);
 
         // Pass 2: the same code, with saves, returns, and the restoring switch at the start; each
         // split point's saves in a method of their own (saveMethodType), after "run".
@@ -185,10 +187,21 @@ final class LoopFormCompiler {
 
     /**
      * The locals to save at each split point of the probe (list k - 1 is split point k): those of
-     * the kernel's slots that hold a value there (the stack map frame) that is read later (liveness).
+     * the kernel's slots that hold a value there (the stack map frame) that is read later (liveness),
+     * except the kernel's parameters that its code never assigns: every call of {@code run} passes
+     * them again (slots below {@code parameterSlots}), so they need no save and no restore.
      */
-    private static List<List<Saved>> framesAtSites(ClassModel probe, int sites) throws Unsupported {
+    private static List<List<Saved>> framesAtSites(ClassModel probe, int sites, int parameterSlots)
+            throws Unsupported {
         CodeAttribute code = probe.methods().getFirst().findAttribute(Attributes.code()).orElseThrow();
+        BitSet assigned = new BitSet();
+        for (CodeElement e : code) {
+            if (e instanceof StoreInstruction st) {
+                assigned.set(st.slot());
+            } else if (e instanceof IncrementInstruction inc) {
+                assigned.set(inc.slot());
+            }
+        }
         Map<Integer, StackMapFrameInfo> byBci = new HashMap<>();
         code.findAttribute(Attributes.stackMapTable()).ifPresent(t -> t.entries()
                 .forEach(f -> byBci.put(code.labelToBci(f.target()), f)));
@@ -215,7 +228,9 @@ final class LoopFormCompiler {
                 List<Saved> saved = new ArrayList<>();
                 int slot = 0;
                 for (VerificationTypeInfo t : f.locals()) {
-                    if (slot >= FIRST_KERNEL_SLOT && live.get(slot) && t != SimpleVerificationTypeInfo.TOP) {
+                    boolean passedAgain = slot < parameterSlots && !assigned.get(slot);
+                    if (slot >= FIRST_KERNEL_SLOT && live.get(slot) && t != SimpleVerificationTypeInfo.TOP
+                            && !passedAgain) {
                         saved.add(new Saved(slot, t));
                     }
                     slot += width(t);

@@ -194,14 +194,7 @@ final class LoopFormCompiler {
     private static List<List<Saved>> framesAtSites(ClassModel probe, int sites, int parameterSlots)
             throws Unsupported {
         CodeAttribute code = probe.methods().getFirst().findAttribute(Attributes.code()).orElseThrow();
-        BitSet assigned = new BitSet();
-        for (CodeElement e : code) {
-            if (e instanceof StoreInstruction st) {
-                assigned.set(st.slot());
-            } else if (e instanceof IncrementInstruction inc) {
-                assigned.set(inc.slot());
-            }
-        }
+        BitSet assigned = assignedSlots(code);
         Map<Integer, StackMapFrameInfo> byBci = new HashMap<>();
         code.findAttribute(Attributes.stackMapTable()).ifPresent(t -> t.entries()
                 .forEach(f -> byBci.put(code.labelToBci(f.target()), f)));
@@ -241,6 +234,31 @@ final class LoopFormCompiler {
             }
         }
         return frames;
+    }
+
+    /** The local slots that {@code code} stores into. */
+    private static BitSet assignedSlots(CodeModel code) {
+        BitSet assigned = new BitSet();
+        for (CodeElement e : code) {
+            if (e instanceof StoreInstruction st) {
+                assigned.set(st.slot());
+            } else if (e instanceof IncrementInstruction inc) {
+                assigned.set(inc.slot());
+            }
+        }
+        return assigned;
+    }
+
+    /** A load of a local of the loop form (its slot there) of type {@code kind}. */
+    private record Load(int slot, TypeKind kind) {
+    }
+
+    /** Where a method's locals are in the loop form: from {@code base}, but for the parameters in {@code aliases}. */
+    private record Slots(int base, Map<Integer, Integer> aliases) {
+        int of(int slot) {
+            Integer alias = aliases.get(slot);
+            return alias != null ? alias : base + slot;
+        }
     }
 
     private static int codeLength(ClassModel cls) {
@@ -303,26 +321,28 @@ final class LoopFormCompiler {
 
         private void inlineTop() {
             try {
-                emitMethod(kernel, FIRST_KERNEL_SLOT, null, new ArrayDeque<>());
+                emitMethod(kernel, new Slots(FIRST_KERNEL_SLOT, Map.of()), null, new ArrayDeque<>());
             } catch (Unsupported e) {
                 throw new UnsupportedInBuild(e);
             }
         }
 
-        /** Emits {@code m}'s code with its locals from {@code base}; {@code exit == null}: the kernel itself. */
-        private void emitMethod(MethodModel m, int base, Label exit, Deque<String> chain) throws Unsupported {
+        /** Emits {@code m}'s code with its locals where {@code slots} says; {@code exit == null}: the kernel itself. */
+        private void emitMethod(MethodModel m, Slots slots, Label exit, Deque<String> chain) throws Unsupported {
             CodeModel code = m.code().orElseThrow(() -> new Unsupported(describe(m) + " has no bytecode"));
             if (!code.exceptionHandlers().isEmpty()) {
                 throw new Unsupported(describe(m) + " has exception handlers (try/catch/finally or synchronized)");
             }
             Map<Label, Label> labels = new HashMap<>();
+            // the loads just before the current instruction: the arguments of a call that are plain locals
+            List<Load> loads = new ArrayList<>();
             for (CodeElement e : code) {
                 switch (e) {
                     case LabelTarget t -> cb.labelBinding(relabel(labels, t.label()));
                     case LineNumber ln -> cb.lineNumber(ln.line());
-                    case LoadInstruction i -> cb.loadLocal(i.typeKind(), base + i.slot());
-                    case StoreInstruction i -> cb.storeLocal(i.typeKind(), base + i.slot());
-                    case IncrementInstruction i -> cb.iinc(base + i.slot(), i.constant());
+                    case LoadInstruction i -> cb.loadLocal(i.typeKind(), slots.of(i.slot()));
+                    case StoreInstruction i -> cb.storeLocal(i.typeKind(), slots.of(i.slot()));
+                    case IncrementInstruction i -> cb.iinc(slots.of(i.slot()), i.constant());
                     case BranchInstruction i -> cb.branch(i.opcode(), relabel(labels, i.target()));
                     case TableSwitchInstruction i -> cb.tableswitch(i.lowValue(), i.highValue(),
                             relabel(labels, i.defaultTarget()), relabel(labels, i.cases()));
@@ -337,7 +357,7 @@ final class LoopFormCompiler {
                         }
                     }
                     case DiscontinuedInstruction i -> throw new Unsupported(describe(m) + " uses jsr/ret");
-                    case InvokeInstruction i -> invoke(m, i, chain);
+                    case InvokeInstruction i -> invoke(m, i, chain, loads);
                     case InvokeDynamicInstruction i -> {
                         if (i.typeSymbol().descriptorString().contains(CD_CTX.descriptorString())) {
                             throw new Unsupported(describe(m) + " captures the KernelContext in a lambda");
@@ -353,6 +373,11 @@ final class LoopFormCompiler {
                         // local variable tables and other debug information: not needed
                     }
                 }
+                if (e instanceof LoadInstruction i) {
+                    loads.add(new Load(slots.of(i.slot()), i.typeKind()));
+                } else if (e instanceof Instruction || e instanceof LabelTarget) {
+                    loads.clear(); // a label may be reached with other values on the stack
+                }
             }
         }
 
@@ -364,7 +389,8 @@ final class LoopFormCompiler {
             return cases.stream().map(c -> SwitchCase.of(c.caseValue(), relabel(labels, c.target()))).toList();
         }
 
-        private void invoke(MethodModel caller, InvokeInstruction i, Deque<String> chain) throws Unsupported {
+        private void invoke(MethodModel caller, InvokeInstruction i, Deque<String> chain, List<Load> loads)
+                throws Unsupported {
             String owner = i.owner().asInternalName();
             String name = i.name().stringValue();
             MethodTypeDesc type = i.typeSymbol();
@@ -408,24 +434,48 @@ final class LoopFormCompiler {
             if (chain.contains(key)) {
                 throw new Unsupported(describe(m) + " is recursive");
             }
-            inline(m, type, chain, key);
+            inline(m, type, chain, key, loads);
         }
 
-        private void inline(MethodModel m, MethodTypeDesc type, Deque<String> chain, String key) throws Unsupported {
+        /**
+         * Inlines {@code m}: its locals get slots of their own, except a parameter that {@code m}
+         * never assigns and whose argument is a plain local of the caller ({@code loads}, the last
+         * arguments): it reads the caller's local instead. A split point inside {@code m} then
+         * saves that value once, or not at all where it is a kernel parameter, instead of once
+         * per copy.
+         */
+        private void inline(MethodModel m, MethodTypeDesc type, Deque<String> chain, String key, List<Load> loads)
+                throws Unsupported {
+            CodeAttribute code = m.findAttribute(Attributes.code()).orElseThrow();
             int base = nextSlot;
-            nextSlot += m.findAttribute(Attributes.code()).orElseThrow().maxLocals();
-            int[] slots = new int[type.parameterCount()];
+            nextSlot += code.maxLocals();
+            int n = type.parameterCount();
+            int[] slots = new int[n];
             int s = 0;
-            for (int p = 0; p < slots.length; p++) {
+            for (int p = 0; p < n; p++) {
                 slots[p] = s;
                 s += TypeKind.from(type.parameterType(p)).slotSize();
             }
-            for (int p = slots.length - 1; p >= 0; p--) {
-                cb.storeLocal(TypeKind.from(type.parameterType(p)), base + slots[p]);
+            BitSet assigned = assignedSlots(code);
+            Map<Integer, Integer> aliases = new HashMap<>();
+            for (int p = n - 1; p >= 0; p--) {
+                TypeKind kind = TypeKind.from(type.parameterType(p));
+                int fromEnd = n - 1 - p;
+                Load arg = fromEnd < loads.size() ? loads.get(loads.size() - 1 - fromEnd) : null;
+                if (arg != null && arg.kind() == kind.asLoadable() && !assigned.get(slots[p])) {
+                    aliases.put(slots[p], arg.slot());
+                    if (kind.slotSize() == 2) {
+                        cb.pop2();
+                    } else {
+                        cb.pop();
+                    }
+                } else {
+                    cb.storeLocal(kind, base + slots[p]);
+                }
             }
             Label exit = cb.newLabel();
             chain.push(key);
-            emitMethod(m, base, exit, chain);
+            emitMethod(m, new Slots(base, aliases), exit, chain);
             chain.pop();
             cb.labelBinding(exit);
         }

@@ -3,6 +3,7 @@ package org.moecomm.kernels.cpu;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 
@@ -21,6 +22,15 @@ abstract class Block {
     final int threads;
 
     private final List<Object> localArrays = new ArrayList<>();
+    /**
+     * The block's last {@link #onPeer} answer: its threads ask for the same peer buffer again and
+     * again (one per row stored), and a kernel argument is the same {@link Buf} object each time.
+     * Threads of a block may share it without a lock: the record's fields are final.
+     */
+    private PeerAnswer lastPeer;
+
+    private record PeerAnswer(Buf local, int pe, Buf peer) {
+    }
 
     Block(Kernel kernel, Grid grid, PeerMemory peers, int bx, int by) {
         this.kernel = kernel;
@@ -39,6 +49,17 @@ abstract class Block {
      * another rank or a later thread of this block sends).
      */
     abstract void beforeWait(int thread);
+
+    /** {@code pe}'s copy of {@code local}, from {@link #peers} (which must be there). */
+    Buf onPeer(Buf local, int pe) {
+        PeerAnswer last = lastPeer;
+        if (last != null && last.local() == local && last.pe() == pe) {
+            return last.peer();
+        }
+        Buf peer = peers.onPeer(local, pe);
+        lastPeer = new PeerAnswer(local, pe, peer);
+        return peer;
+    }
 
     /** The block's {@code index}-th shared array, created by whichever thread asks first. */
     synchronized Object localArray(int index, Class<?> type, int length) {

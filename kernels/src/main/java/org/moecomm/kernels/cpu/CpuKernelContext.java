@@ -232,7 +232,8 @@ final class CpuKernelContext implements KernelContext {
 
     @Override
     public Buf peerBuf(Buf symmetric, int pe) {
-        return peers("peerBuf").onPeer(symmetric, pe);
+        peers("peerBuf");
+        return block.onPeer(symmetric, pe);
     }
 
     @Override

@@ -1,6 +1,5 @@
 package org.moecomm.kernels.cpu;
 
-import java.lang.invoke.MethodHandle;
 import java.util.Arrays;
 
 import org.moecomm.kernels.api.KernelContext;
@@ -18,13 +17,15 @@ final class LoopBlock extends Block {
     private static final byte DONE = 2;
 
     private final LoopLaunch launch;
-    /** The launch's loop form with its arguments bound: {@code (Object[], long[], int, KernelContext)int}. */
-    private final MethodHandle run;
     private final boolean[] waits;
-    private final CpuKernelContext[] contexts;
+    private final KernelContext[] contexts;
     private final LoopForm.ThreadStates states;
     private final int[] resume;
+    /** {@link #resume} before the pass: a wait that fails again where it stood is no progress. */
+    private final int[] before;
     private final byte[] status;
+    /** The thread that {@code sweep} runs: the one that failed when it throws. */
+    private final int[] current = new int[1];
     private int done;
     /** Times in a row {@link #advance()} returned without the block finishing. */
     int stalls;
@@ -32,14 +33,14 @@ final class LoopBlock extends Block {
     LoopBlock(LoopLaunch launch, int bx, int by) {
         super(launch.kernel, launch.grid, launch.peers, bx, by);
         this.launch = launch;
-        this.run = launch.run;
         this.waits = launch.form.waits();
-        this.contexts = new CpuKernelContext[threads];
+        this.contexts = new KernelContext[threads];
         for (int t = 0; t < threads; t++) {
             contexts[t] = new CpuKernelContext(this, t);
         }
         this.states = launch.form.takeStates(threads);
         this.resume = new int[threads];
+        this.before = new int[threads];
         this.status = new byte[threads];
     }
 
@@ -49,30 +50,28 @@ final class LoopBlock extends Block {
      */
     boolean advance() {
         while (!launch.failed()) {
+            System.arraycopy(resume, 0, before, 0, threads);
+            try {
+                launch.form.sweep().invokeExact(states.refs, states.prims, resume, status, current, contexts,
+                        launch.args);
+            } catch (Throwable e) {
+                launch.fail(this, current[0], e);
+                return true;
+            }
             boolean progress = false;
             boolean waiting = false;
             for (int t = 0; t < threads; t++) {
                 if (status[t] != RUNNABLE) {
                     continue;
                 }
-                int from = resume[t];
-                Object[] refs = states == null ? null : states.refs[t];
-                long[] prims = states == null ? null : states.prims[t];
-                int to;
-                try {
-                    to = (int) run.invokeExact(refs, prims, from, (KernelContext) contexts[t]);
-                } catch (Throwable e) {
-                    launch.fail(this, t, e);
-                    return true;
-                }
-                resume[t] = to;
+                int to = resume[t];
                 if (to == 0) {
                     status[t] = DONE;
                     done++;
                     progress = true;
                 } else if (waits[to]) {
                     waiting = true;
-                    progress |= to != from;
+                    progress |= to != before[t];
                 } else {
                     status[t] = AT_BARRIER;
                     progress = true;

@@ -4,21 +4,22 @@ import java.lang.invoke.MethodHandle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * A kernel split at its barriers, as {@link LoopFormCompiler} makes it: a static method
- * {@code int run(Object[] refs, long[] prims, int resume, KernelContext ctx, args...)} that runs
- * one kernel thread from split point {@code resume} (0: the start) to the next split point and
- * returns its number, or 0 when the thread has returned. At a split point the thread's locals are
- * saved in {@code refs} and {@code prims} (indexed by local slot), and restored from there when it
- * resumes.
+ * A kernel split at its barriers, as {@link LoopFormCompiler} makes it: a hidden class with a
+ * static method {@code int run(Object[] refs, long[] prims, int resume, KernelContext ctx, args...)}
+ * that runs one kernel thread from split point {@code resume} (0: the start) to the next split
+ * point and returns its number, or 0 when the thread has returned. At a split point the thread's
+ * locals are saved in {@code refs} and {@code prims} (indexed by local slot), and restored from
+ * there when it resumes. The runner calls it through {@link SweepMethod}'s {@code sweep}, which
+ * runs every runnable thread of a block once.
  *
- * @param run   the generated method
+ * @param sweep the generated {@code sweep} method ({@link SweepMethod#TYPE})
  * @param waits {@code waits[k]}: split point {@code k} is a signal wait that did not succeed yet
  *              (the thread runs again from there), not a barrier
  * @param slots local slots of the generated method: the length of {@code refs} and {@code prims}
  */
-record LoopForm(MethodHandle run, boolean[] waits, int slots, ConcurrentLinkedQueue<ThreadStates> spare) {
-    LoopForm(MethodHandle run, boolean[] waits, int slots) {
-        this(run, waits, slots, new ConcurrentLinkedQueue<>());
+record LoopForm(MethodHandle sweep, boolean[] waits, int slots, ConcurrentLinkedQueue<ThreadStates> spare) {
+    LoopForm(MethodHandle sweep, boolean[] waits, int slots) {
+        this(sweep, waits, slots, new ConcurrentLinkedQueue<>());
     }
 
     /** Split points, the start not counted. */
@@ -37,13 +38,13 @@ record LoopForm(MethodHandle run, boolean[] waits, int slots, ConcurrentLinkedQu
         }
     }
 
-    /** Saved-locals arrays for a block of {@code threads} threads ({@code null} when nothing is ever saved). */
+    /**
+     * Saved-locals arrays for a block of {@code threads} threads (of no slots when nothing is
+     * ever saved: {@code sweep} still passes each thread its element).
+     */
     ThreadStates takeStates(int threads) {
-        if (sites() == 0) {
-            return null;
-        }
         ThreadStates s = spare.poll();
-        return s != null && s.refs.length == threads ? s : new ThreadStates(threads, slots);
+        return s != null && s.refs.length == threads ? s : new ThreadStates(threads, sites() == 0 ? 0 : slots);
     }
 
     void giveBack(ThreadStates s) {

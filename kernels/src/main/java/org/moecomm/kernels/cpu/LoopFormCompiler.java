@@ -145,7 +145,9 @@ final class LoopFormCompiler {
         Emission first = new Emission(method, null, name);
         byte[] probe = cf.build(name, c -> c.withMethodBody("run", runType,
                 ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, first::emitBody));
-        List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size());
+        int parameterSlots = FIRST_KERNEL_SLOT + kernelType.parameterList().stream()
+                .mapToInt(d -> TypeKind.from(d).slotSize()).sum();
+        List<List<Saved>> frames = framesAtSites(cf.parse(probe), first.sites.size(), parameterSlots);
 
         // Pass 2: the same code, with saves, returns, and the restoring switch at the start; each
         // split point's saves in a method of their own (saveMethodType), after "run".
@@ -157,6 +159,8 @@ final class LoopFormCompiler {
                 c.withMethodBody(saveMethodName(k), saveMethodType(saved), ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
                         b -> emitSaveMethod(b, saved));
             }
+            c.withMethodBody(SweepMethod.NAME, SweepMethod.type(), ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                    b -> SweepMethod.emit(b, name, runType));
         });
         int length = codeLength(cf.parse(bytes));
         if (length > HUGE_METHOD_BYTES) {
@@ -166,13 +170,12 @@ final class LoopFormCompiler {
         try {
             MethodHandles.Lookup lookup = MethodHandles.privateLookupIn(host, MethodHandles.lookup())
                     .defineHiddenClass(bytes, true, MethodHandles.Lookup.ClassOption.NESTMATE);
-            MethodHandle run = lookup.findStatic(lookup.lookupClass(), "run",
-                    MethodType.fromMethodDescriptorString(runType.descriptorString(), loader));
+            MethodHandle sweep = lookup.findStatic(lookup.lookupClass(), SweepMethod.NAME, SweepMethod.TYPE);
             boolean[] waits = new boolean[first.sites.size() + 1];
             for (int k = 0; k < first.sites.size(); k++) {
                 waits[k + 1] = first.sites.get(k);
             }
-            return new LoopForm(run, waits, second.nextSlot);
+            return new LoopForm(sweep, waits, second.nextSlot);
         } catch (ReflectiveOperationException | IllegalArgumentException | LinkageError e) {
             throw new Unsupported("its loop form cannot be loaded: " + e);
         }
@@ -184,10 +187,14 @@ final class LoopFormCompiler {
 
     /**
      * The locals to save at each split point of the probe (list k - 1 is split point k): those of
-     * the kernel's slots that hold a value there (the stack map frame) that is read later (liveness).
+     * the kernel's slots that hold a value there (the stack map frame) that is read later (liveness),
+     * except the kernel's parameters that its code never assigns: every call of {@code run} passes
+     * them again (slots below {@code parameterSlots}), so they need no save and no restore.
      */
-    private static List<List<Saved>> framesAtSites(ClassModel probe, int sites) throws Unsupported {
+    private static List<List<Saved>> framesAtSites(ClassModel probe, int sites, int parameterSlots)
+            throws Unsupported {
         CodeAttribute code = probe.methods().getFirst().findAttribute(Attributes.code()).orElseThrow();
+        BitSet assigned = assignedSlots(code);
         Map<Integer, StackMapFrameInfo> byBci = new HashMap<>();
         code.findAttribute(Attributes.stackMapTable()).ifPresent(t -> t.entries()
                 .forEach(f -> byBci.put(code.labelToBci(f.target()), f)));
@@ -214,7 +221,9 @@ final class LoopFormCompiler {
                 List<Saved> saved = new ArrayList<>();
                 int slot = 0;
                 for (VerificationTypeInfo t : f.locals()) {
-                    if (slot >= FIRST_KERNEL_SLOT && live.get(slot) && t != SimpleVerificationTypeInfo.TOP) {
+                    boolean passedAgain = slot < parameterSlots && !assigned.get(slot);
+                    if (slot >= FIRST_KERNEL_SLOT && live.get(slot) && t != SimpleVerificationTypeInfo.TOP
+                            && !passedAgain) {
                         saved.add(new Saved(slot, t));
                     }
                     slot += width(t);
@@ -225,6 +234,31 @@ final class LoopFormCompiler {
             }
         }
         return frames;
+    }
+
+    /** The local slots that {@code code} stores into. */
+    private static BitSet assignedSlots(CodeModel code) {
+        BitSet assigned = new BitSet();
+        for (CodeElement e : code) {
+            if (e instanceof StoreInstruction st) {
+                assigned.set(st.slot());
+            } else if (e instanceof IncrementInstruction inc) {
+                assigned.set(inc.slot());
+            }
+        }
+        return assigned;
+    }
+
+    /** A load of a local of the loop form (its slot there) of type {@code kind}. */
+    private record Load(int slot, TypeKind kind) {
+    }
+
+    /** Where a method's locals are in the loop form: from {@code base}, but for the parameters in {@code aliases}. */
+    private record Slots(int base, Map<Integer, Integer> aliases) {
+        int of(int slot) {
+            Integer alias = aliases.get(slot);
+            return alias != null ? alias : base + slot;
+        }
     }
 
     private static int codeLength(ClassModel cls) {
@@ -287,26 +321,28 @@ final class LoopFormCompiler {
 
         private void inlineTop() {
             try {
-                emitMethod(kernel, FIRST_KERNEL_SLOT, null, new ArrayDeque<>());
+                emitMethod(kernel, new Slots(FIRST_KERNEL_SLOT, Map.of()), null, new ArrayDeque<>());
             } catch (Unsupported e) {
                 throw new UnsupportedInBuild(e);
             }
         }
 
-        /** Emits {@code m}'s code with its locals from {@code base}; {@code exit == null}: the kernel itself. */
-        private void emitMethod(MethodModel m, int base, Label exit, Deque<String> chain) throws Unsupported {
+        /** Emits {@code m}'s code with its locals where {@code slots} says; {@code exit == null}: the kernel itself. */
+        private void emitMethod(MethodModel m, Slots slots, Label exit, Deque<String> chain) throws Unsupported {
             CodeModel code = m.code().orElseThrow(() -> new Unsupported(describe(m) + " has no bytecode"));
             if (!code.exceptionHandlers().isEmpty()) {
                 throw new Unsupported(describe(m) + " has exception handlers (try/catch/finally or synchronized)");
             }
             Map<Label, Label> labels = new HashMap<>();
+            // the loads just before the current instruction: the arguments of a call that are plain locals
+            List<Load> loads = new ArrayList<>();
             for (CodeElement e : code) {
                 switch (e) {
                     case LabelTarget t -> cb.labelBinding(relabel(labels, t.label()));
                     case LineNumber ln -> cb.lineNumber(ln.line());
-                    case LoadInstruction i -> cb.loadLocal(i.typeKind(), base + i.slot());
-                    case StoreInstruction i -> cb.storeLocal(i.typeKind(), base + i.slot());
-                    case IncrementInstruction i -> cb.iinc(base + i.slot(), i.constant());
+                    case LoadInstruction i -> cb.loadLocal(i.typeKind(), slots.of(i.slot()));
+                    case StoreInstruction i -> cb.storeLocal(i.typeKind(), slots.of(i.slot()));
+                    case IncrementInstruction i -> cb.iinc(slots.of(i.slot()), i.constant());
                     case BranchInstruction i -> cb.branch(i.opcode(), relabel(labels, i.target()));
                     case TableSwitchInstruction i -> cb.tableswitch(i.lowValue(), i.highValue(),
                             relabel(labels, i.defaultTarget()), relabel(labels, i.cases()));
@@ -321,7 +357,7 @@ final class LoopFormCompiler {
                         }
                     }
                     case DiscontinuedInstruction i -> throw new Unsupported(describe(m) + " uses jsr/ret");
-                    case InvokeInstruction i -> invoke(m, i, chain);
+                    case InvokeInstruction i -> invoke(m, i, chain, loads);
                     case InvokeDynamicInstruction i -> {
                         if (i.typeSymbol().descriptorString().contains(CD_CTX.descriptorString())) {
                             throw new Unsupported(describe(m) + " captures the KernelContext in a lambda");
@@ -337,6 +373,11 @@ final class LoopFormCompiler {
                         // local variable tables and other debug information: not needed
                     }
                 }
+                if (e instanceof LoadInstruction i) {
+                    loads.add(new Load(slots.of(i.slot()), i.typeKind()));
+                } else if (e instanceof Instruction || e instanceof LabelTarget) {
+                    loads.clear(); // a label may be reached with other values on the stack
+                }
             }
         }
 
@@ -348,7 +389,8 @@ final class LoopFormCompiler {
             return cases.stream().map(c -> SwitchCase.of(c.caseValue(), relabel(labels, c.target()))).toList();
         }
 
-        private void invoke(MethodModel caller, InvokeInstruction i, Deque<String> chain) throws Unsupported {
+        private void invoke(MethodModel caller, InvokeInstruction i, Deque<String> chain, List<Load> loads)
+                throws Unsupported {
             String owner = i.owner().asInternalName();
             String name = i.name().stringValue();
             MethodTypeDesc type = i.typeSymbol();
@@ -392,24 +434,48 @@ final class LoopFormCompiler {
             if (chain.contains(key)) {
                 throw new Unsupported(describe(m) + " is recursive");
             }
-            inline(m, type, chain, key);
+            inline(m, type, chain, key, loads);
         }
 
-        private void inline(MethodModel m, MethodTypeDesc type, Deque<String> chain, String key) throws Unsupported {
+        /**
+         * Inlines {@code m}: its locals get slots of their own, except a parameter that {@code m}
+         * never assigns and whose argument is a plain local of the caller ({@code loads}, the last
+         * arguments): it reads the caller's local instead. A split point inside {@code m} then
+         * saves that value once, or not at all where it is a kernel parameter, instead of once
+         * per copy.
+         */
+        private void inline(MethodModel m, MethodTypeDesc type, Deque<String> chain, String key, List<Load> loads)
+                throws Unsupported {
+            CodeAttribute code = m.findAttribute(Attributes.code()).orElseThrow();
             int base = nextSlot;
-            nextSlot += m.findAttribute(Attributes.code()).orElseThrow().maxLocals();
-            int[] slots = new int[type.parameterCount()];
+            nextSlot += code.maxLocals();
+            int n = type.parameterCount();
+            int[] slots = new int[n];
             int s = 0;
-            for (int p = 0; p < slots.length; p++) {
+            for (int p = 0; p < n; p++) {
                 slots[p] = s;
                 s += TypeKind.from(type.parameterType(p)).slotSize();
             }
-            for (int p = slots.length - 1; p >= 0; p--) {
-                cb.storeLocal(TypeKind.from(type.parameterType(p)), base + slots[p]);
+            BitSet assigned = assignedSlots(code);
+            Map<Integer, Integer> aliases = new HashMap<>();
+            for (int p = n - 1; p >= 0; p--) {
+                TypeKind kind = TypeKind.from(type.parameterType(p));
+                int fromEnd = n - 1 - p;
+                Load arg = fromEnd < loads.size() ? loads.get(loads.size() - 1 - fromEnd) : null;
+                if (arg != null && arg.kind() == kind.asLoadable() && !assigned.get(slots[p])) {
+                    aliases.put(slots[p], arg.slot());
+                    if (kind.slotSize() == 2) {
+                        cb.pop2();
+                    } else {
+                        cb.pop();
+                    }
+                } else {
+                    cb.storeLocal(kind, base + slots[p]);
+                }
             }
             Label exit = cb.newLabel();
             chain.push(key);
-            emitMethod(m, base, exit, chain);
+            emitMethod(m, new Slots(base, aliases), exit, chain);
             chain.pop();
             cb.labelBinding(exit);
         }

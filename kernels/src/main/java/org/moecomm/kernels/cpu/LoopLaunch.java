@@ -1,14 +1,10 @@
 package org.moecomm.kernels.cpu;
 
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
-import org.moecomm.kernels.api.KernelContext;
 
 /**
  * One launch of a kernel in loop form. Up to {@code maxConcurrentBlocks} chains take the blocks in
@@ -17,15 +13,12 @@ import org.moecomm.kernels.api.KernelContext;
  * queue, and its chain goes on with the next block, so no thread ever sits in a wait.
  */
 final class LoopLaunch {
-    private static final MethodType BOUND = MethodType.methodType(int.class, Object[].class, long[].class, int.class,
-            KernelContext.class);
-
     final Kernel kernel;
     final Grid grid;
     final PeerMemory peers;
     final LoopForm form;
-    /** The loop form with the launch's arguments bound. */
-    final MethodHandle run;
+    /** The launch's arguments after the KernelContext, as {@code sweep} takes them. */
+    final Object[] args;
 
     private final int chains;
     private final int blocks;
@@ -38,7 +31,7 @@ final class LoopLaunch {
         this.grid = grid;
         this.peers = peers;
         this.form = form;
-        this.run = MethodHandles.insertArguments(form.run(), 4, args).asType(BOUND);
+        this.args = args;
         this.blocks = grid.blocksX() * grid.blocksY();
         this.chains = Math.min(maxConcurrentBlocks, blocks);
         this.finished = new CountDownLatch(blocks);

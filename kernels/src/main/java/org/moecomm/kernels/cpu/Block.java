@@ -23,13 +23,14 @@ abstract class Block {
 
     private final List<Object> localArrays = new ArrayList<>();
     /**
-     * The block's last {@link #onPeer} answer: its threads ask for the same peer buffer again and
-     * again (one per row stored), and a kernel argument is the same {@link Buf} object each time.
-     * Threads of a block may share it without a lock: the record's fields are final.
+     * The block's last {@link #onPeer} answer for each peer: its threads ask for the same peer
+     * buffers again and again (one per row stored, for every member of the row's group), and a
+     * kernel argument is the same {@link Buf} object each time. Threads of a block may share the
+     * answers without a lock: a record's fields are final.
      */
-    private PeerAnswer lastPeer;
+    private final PeerAnswer[] lastPeer;
 
-    private record PeerAnswer(Buf local, int pe, Buf peer) {
+    private record PeerAnswer(Buf local, Buf peer) {
     }
 
     Block(Kernel kernel, Grid grid, PeerMemory peers, int bx, int by) {
@@ -39,6 +40,7 @@ abstract class Block {
         this.bx = bx;
         this.by = by;
         this.threads = grid.threads();
+        this.lastPeer = new PeerAnswer[peers == null ? 0 : peers.worldSize()];
     }
 
     /** {@link org.moecomm.kernels.api.KernelContext#localBarrier()} for thread {@code thread}. */
@@ -52,12 +54,15 @@ abstract class Block {
 
     /** {@code pe}'s copy of {@code local}, from {@link #peers} (which must be there). */
     Buf onPeer(Buf local, int pe) {
-        PeerAnswer last = lastPeer;
-        if (last != null && last.local() == local && last.pe() == pe) {
+        if (pe < 0 || pe >= lastPeer.length) {
+            return peers.onPeer(local, pe); // which refuses it
+        }
+        PeerAnswer last = lastPeer[pe];
+        if (last != null && last.local() == local) {
             return last.peer();
         }
         Buf peer = peers.onPeer(local, pe);
-        lastPeer = new PeerAnswer(local, pe, peer);
+        lastPeer[pe] = new PeerAnswer(local, peer);
         return peer;
     }
 

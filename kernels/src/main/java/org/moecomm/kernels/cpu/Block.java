@@ -68,9 +68,14 @@ abstract class Block {
 
     /** The block's {@code index}-th shared array, created by whichever thread asks first. */
     synchronized Object localArray(int index, Class<?> type, int length) {
+        return sharedArray(index, type, length);
+    }
+
+    /** {@link #localArray} for a caller that holds the block's lock or is its only thread. */
+    final Object sharedArray(int index, Class<?> type, int length) {
         if (index < localArrays.size()) {
             Object a = localArrays.get(index);
-            int existing = java.lang.reflect.Array.getLength(a);
+            int existing = length(a);
             if (a.getClass() != type || existing != length) {
                 throw new IllegalStateException("local array " + index + " of block (" + bx + ", " + by
                         + ") was allocated as " + a.getClass().getSimpleName().replace("[]", "[" + existing + "]")
@@ -90,5 +95,14 @@ abstract class Block {
         }
         localArrays.add(a);
         return a;
+    }
+
+    private static int length(Object array) {
+        return switch (array) {
+            case int[] a -> a.length;
+            case float[] a -> a.length;
+            case long[] a -> a.length;
+            default -> throw new IllegalStateException("not a local array: " + array);
+        };
     }
 }

@@ -8,8 +8,9 @@ import org.moecomm.kernels.api.Kernel;
 
 /**
  * One launch of a kernel in loop form. Up to {@code maxConcurrentBlocks} chains take the blocks in
- * order, each running one block after another on the {@link BlockPool}; the launching thread waits. A block that stalls on signal waits is put back in the pool's
- * queue, and its chain goes on with the next block, so no thread ever sits in a wait.
+ * order, each running one block after another on the {@link BlockPool}; the launching thread
+ * waits. A block that stalls on signal waits is put back in the pool's queue, and its chain goes
+ * on with the next block, so no thread ever sits in a wait.
  */
 final class LoopLaunch {
     final Kernel kernel;

@@ -23,13 +23,14 @@ abstract class Block {
 
     private final List<Object> localArrays = new ArrayList<>();
     /**
-     * The block's last {@link #onPeer} answer: its threads ask for the same peer buffer again and
-     * again (one per row stored), and a kernel argument is the same {@link Buf} object each time.
-     * Threads of a block may share it without a lock: the record's fields are final.
+     * The block's last {@link #onPeer} answer for each peer: its threads ask for the same peer
+     * buffers again and again (one per row stored, for every member of the row's group), and a
+     * kernel argument is the same {@link Buf} object each time. Threads of a block may share the
+     * answers without a lock: a record's fields are final.
      */
-    private PeerAnswer lastPeer;
+    private final PeerAnswer[] lastPeer;
 
-    private record PeerAnswer(Buf local, int pe, Buf peer) {
+    private record PeerAnswer(Buf local, Buf peer) {
     }
 
     Block(Kernel kernel, Grid grid, PeerMemory peers, int bx, int by) {
@@ -39,6 +40,7 @@ abstract class Block {
         this.bx = bx;
         this.by = by;
         this.threads = grid.threads();
+        this.lastPeer = new PeerAnswer[peers == null ? 0 : peers.worldSize()];
     }
 
     /** {@link org.moecomm.kernels.api.KernelContext#localBarrier()} for thread {@code thread}. */
@@ -52,20 +54,28 @@ abstract class Block {
 
     /** {@code pe}'s copy of {@code local}, from {@link #peers} (which must be there). */
     Buf onPeer(Buf local, int pe) {
-        PeerAnswer last = lastPeer;
-        if (last != null && last.local() == local && last.pe() == pe) {
+        if (pe < 0 || pe >= lastPeer.length) {
+            return peers.onPeer(local, pe); // which refuses it
+        }
+        PeerAnswer last = lastPeer[pe];
+        if (last != null && last.local() == local) {
             return last.peer();
         }
         Buf peer = peers.onPeer(local, pe);
-        lastPeer = new PeerAnswer(local, pe, peer);
+        lastPeer[pe] = new PeerAnswer(local, peer);
         return peer;
     }
 
     /** The block's {@code index}-th shared array, created by whichever thread asks first. */
     synchronized Object localArray(int index, Class<?> type, int length) {
+        return sharedArray(index, type, length);
+    }
+
+    /** {@link #localArray} for a caller that holds the block's lock or is its only thread. */
+    final Object sharedArray(int index, Class<?> type, int length) {
         if (index < localArrays.size()) {
             Object a = localArrays.get(index);
-            int existing = java.lang.reflect.Array.getLength(a);
+            int existing = length(a);
             if (a.getClass() != type || existing != length) {
                 throw new IllegalStateException("local array " + index + " of block (" + bx + ", " + by
                         + ") was allocated as " + a.getClass().getSimpleName().replace("[]", "[" + existing + "]")
@@ -85,5 +95,14 @@ abstract class Block {
         }
         localArrays.add(a);
         return a;
+    }
+
+    private static int length(Object array) {
+        return switch (array) {
+            case int[] a -> a.length;
+            case float[] a -> a.length;
+            case long[] a -> a.length;
+            default -> throw new IllegalStateException("not a local array: " + array);
+        };
     }
 }

@@ -33,9 +33,21 @@ final class BlockPool {
     }
 
     private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
+        Thread t = new Worker(r, name);
         t.setDaemon(true);
         return t;
+    }
+
+    /** A thread of the pool (or its timer). */
+    private static final class Worker extends Thread {
+        Worker(Runnable r, String name) {
+            super(r, name);
+        }
+    }
+
+    /** Whether the calling thread is one of the pool's. */
+    static boolean isWorker() {
+        return Thread.currentThread() instanceof Worker;
     }
 
     static void run(Runnable task) {

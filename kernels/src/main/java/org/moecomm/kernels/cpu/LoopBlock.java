@@ -109,6 +109,12 @@ final class LoopBlock extends Block {
         launch.form.giveBack(states);
     }
 
+    /** Without the lock: one pool thread at a time runs the block's threads, one after another. */
+    @Override
+    Object localArray(int index, Class<?> type, int length) {
+        return sharedArray(index, type, length);
+    }
+
     @Override
     void barrier(int thread) {
         // The loop form has no calls of localBarrier(); one here came by a path the compiler did not see.

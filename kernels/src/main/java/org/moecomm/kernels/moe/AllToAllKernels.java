@@ -107,15 +107,16 @@ public final class AllToAllKernels {
         int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
-        // The signal word in a mapped destination, resolved by the thread that stores it while the
-        // block's last copies drain: the release store at the end then needs no lookup.
-        Buf peerSignals = direct && ctx.localIdx() == 0 ? ctx.peerBuf(signals, dest) : signals;
+        // One block serving a mapped destination (decode) signals it with a release store: the
+        // thread that stores resolves the peer's signal words while the block's last copies drain.
+        boolean releaseSignal = direct && ctx.numGroupsY() == 1;
+        Buf peerSignals = releaseSignal && ctx.localIdx() == 0 ? ctx.peerBuf(signals, dest) : signals;
         if (putPeer >= 0) {
             ctx.quiet();
         }
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            finishDispatchSend(ctx, signals, peerSignals, state, round, dest, group, serves, direct, rows);
+            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows);
         }
     }
 
@@ -124,13 +125,16 @@ public final class AllToAllKernels {
      * rows visible, counts the block; the last block of {@code dest} raises {@code dest}'s signal
      * (when this member serves it), the last of the grid advances the round. Package-private: the
      * CPU runner's loop form of dispatchSend calls it rather than inlining it (8000 bytes).
+     *
+     * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one release
+     *                      store into {@code peerSignals}, {@code dest}'s signal words
      */
-    static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, Buf state, long round, int dest,
-                                   int group, boolean serves, boolean direct, int rows) {
+    static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
+                                   long round, int dest, int group, boolean serves, int rows) {
         long value = (round << 32) | rows;
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
-        if (alone && direct) {
+        if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
             ctx.storeRelease(peerSignals, group, value);

@@ -150,20 +150,20 @@ __device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pi
   }
 }
 
-// pack's copy of the chunk's rows [lo, hi) to dispatchSend from row firstRow on: teams of warps
+// pack's copy of the chunk's rows (its ids from chunkIds on) to dispatchSend from row firstRow on: teams of warps
 // take them in turn; token in 16-byte pieces, scales in words, then the meta, padding zeroed.
 __device__ __forceinline__ void copy_rows_to_send(const uint8_t* x, const int* xScale, const int* chunkIds, int chunk,
                                                   uint8_t* dispatchSend, const int* rowToken, const int* rowPairBase,
-                                                  const int* rowPairs, const long long* rowMask, int lo, int hi,
+                                                  const int* rowPairs, const long long* rowMask, int rows,
                                                   long firstRow, int xBytes, int scalesPerToken, int topK,
                                                   int firstExpert, int rowBytes) {
-  const int tid = threadIdx.x, threads = blockDim.x, width = team_width(threads, hi - lo);
+  const int tid = threadIdx.x, threads = blockDim.x, width = team_width(threads, rows);
   const int team = tid / width, lane = tid - team * width, teams = threads / width;
   const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
   const int scaleWords = align16(4 * scalesPerToken) >> 2;
   const int metaOffset = scaleOffset + (scaleWords << 2), metaWords = align16(4 * (2 + topK)) >> 2;
   if (team >= teams) return;  // past the last whole team (block sizes not a multiple of 32)
-  for (int r = lo + team; r < hi; r += teams) {
+  for (int r = team; r < rows; r += teams) {
     const int t = rowToken[r];
     const long rowByte = (firstRow + r) * rowBytes;
     // The lane's first scale loaded before the token's pieces: both in flight together.
@@ -209,41 +209,83 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   // The chunk's expert ids, loaded by all threads together: one round trip to memory.
   __shared__ int chunkIds[kPackIds];
 
+  // The rows and pairs of the tokens before this block's range, summed by the block.
+  __shared__ int before[2];
+
   const int tid = threadIdx.x, threads = blockDim.x, dest = blockIdx.x;
   const int y = blockIdx.y, blocksY = gridDim.y;
-  const bool leader = y == 0;  // the y blocks of a destination share the copies
   const int firstExpert = dest * expertsPerRank, numExperts = int(gridDim.x) * expertsPerRank;
   const int chunkTokens = min(threads, kPackIds / topK);
-  // The first chunk's ids staged before m is known (up to the rows the tensors have): in flight with the count's load.
-  stage_ids(indices, min(chunkTokens, fixedTokens >= 0 ? clampi(fixedTokens, 0, maxTokens) : maxTokens) * topK, chunkIds,
-            tid, threads);
+  // The first chunk's ids staged before m is known (up to the rows the tensors have): in flight with
+  // the count's load. [stagedFirst, stagedEnd): the tokens whose ids chunkIds holds.
+  int stagedFirst = 0;
+  int stagedEnd = min(chunkTokens, fixedTokens >= 0 ? clampi(fixedTokens, 0, maxTokens) : maxTokens);
+  stage_ids(indices, stagedEnd * topK, chunkIds, tid, threads);
   const int count = fixedTokens >= 0 ? fixedTokens : numTokens[0];
   const int m = clampi(count, 0, maxTokens);
-  const bool first = dest == 0 && leader && tid == 0;
+  const bool first = dest == 0 && y == 0 && tid == 0;
   if (fixedTokens >= 0 && first) numTokens[0] = m;
   if (checkIds != 0 && m != count && first) report_input(inputReport, kReportBadCount, -1, -1, count);
 
   const bool serves = dest % groupSize == member;
   const long outRegionRow = long(dest / groupSize) * maxTokens;
+  // Block y takes tokens [begin, end): it counts the ones before, then numbers and copies its own.
+  const int begin = int(long(m) * y / blocksY), end = int(long(m) * (y + 1) / blocksY);
 
-  int rowsBefore = 0, pairsBefore = 0;
-  // m and n are the same for every thread, so are the trip counts of the loops with barriers.
-  for (int chunk = 0; chunk < m; chunk += chunkTokens) {
-    const int n = min(chunkTokens, m - chunk);
-    if (chunk > 0) stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
-    __syncthreads();
-    const int t = chunk + tid;
-    const bool check = checkIds != 0 && leader;
-    // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
-    long long localMask = 0, dropMask = 0;
+  // Token t's routing here, read once: localMask bits route here, dropMask bits get -1 from this block.
+  auto route = [&](const int* ids, int n, int t, bool check, long long& localMask, long long& dropMask) {
+    localMask = 0;
+    dropMask = 0;
     if (tid < n) {
       for (int k = 0; k < topK; k++) {
-        const int route = route_slot(chunkIds + tid * topK, k, t, firstExpert, expertsPerRank, numExperts, dest == 0,
-                                     check, inputReport);
-        if (route == kSlotHere) localMask |= 1LL << k;
-        else if (route == kSlotDropped) dropMask |= 1LL << k;
+        const int r = route_slot(ids + tid * topK, k, t, firstExpert, expertsPerRank, numExperts, dest == 0, check,
+                                 inputReport);
+        if (r == kSlotHere) localMask |= 1LL << k;
+        else if (r == kSlotDropped) dropMask |= 1LL << k;
       }
     }
+  };
+
+  int rowsBefore = 0, pairsBefore = 0;
+  if (begin > 0) {
+    if (tid == 0) before[0] = before[1] = 0;
+    int countedRows = 0, countedPairs = 0;
+    for (int chunk = 0; chunk < begin; chunk += chunkTokens) {
+      const int n = min(chunkTokens, begin - chunk);
+      if (chunk < stagedFirst || chunk + n > stagedEnd) {
+        stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
+        stagedFirst = chunk;
+        stagedEnd = chunk + n;
+      }
+      __syncthreads();
+      long long localMask, dropMask;
+      route(chunkIds + (chunk - stagedFirst) * topK, n, chunk + tid, false, localMask, dropMask);
+      const int pairs = __popcll(localMask);
+      countedRows += pairs > 0 ? 1 : 0;
+      countedPairs += pairs;
+      __syncthreads();  // the next chunk overwrites the ids
+    }
+    if (countedPairs > 0) {
+      atomicAdd(&before[0], countedRows);
+      atomicAdd(&before[1], countedPairs);
+    }
+    __syncthreads();
+    rowsBefore = before[0];
+    pairsBefore = before[1];
+  }
+  // The range is the same for every thread, so are the trip counts of the loops with barriers.
+  for (int chunk = begin; chunk < end; chunk += chunkTokens) {
+    const int n = min(chunkTokens, end - chunk);
+    if (chunk < stagedFirst || chunk + n > stagedEnd) {
+      stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
+      stagedFirst = chunk;
+      stagedEnd = chunk + n;
+    }
+    const int* ids = chunkIds + (chunk - stagedFirst) * topK;
+    __syncthreads();
+    const int t = chunk + tid;
+    long long localMask, dropMask;
+    route(ids, n, t, checkIds != 0, localMask, dropMask);
     const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
@@ -275,23 +317,18 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
       }
     }
     __syncthreads();
-    if (leader) {
-      write_pair_locations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
-                           dest * pairsPerRegion);
-    }
+    write_pair_locations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase, dest * pairsPerRegion);
     if (serves) {
-      // Block y's contiguous share of the chunk's rows.
-      const int share = (chunkRows + blocksY - 1) / blocksY;
-      const int lo = min(chunkRows, y * share), hi = min(chunkRows, lo + share);
-      copy_rows_to_send(x, reinterpret_cast<const int*>(xScale), chunkIds, chunk, dispatchSend, rowToken, rowPairBase,
-                        rowPairs, rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
+      copy_rows_to_send(x, reinterpret_cast<const int*>(xScale), ids, chunk, dispatchSend, rowToken, rowPairBase,
+                        rowPairs, rowMask, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
                         firstExpert, rowBytes);
     }
     rowsBefore += chunkRows;
     pairsBefore += chunkPairs;
     __syncthreads();  // the next chunk overwrites the shared arrays
   }
-  if (serves && leader && tid == 0) sendRows[dest / groupSize] = rowsBefore;
+  // the last range ends at m: its rows up to there are all of the destination's
+  if (serves && y == blocksY - 1 && tid == 0) sendRows[dest / groupSize] = rowsBefore;
 }
 
 // The reduction as a CUDA programmer writes it: a template over top-k and the dtypes (the Java

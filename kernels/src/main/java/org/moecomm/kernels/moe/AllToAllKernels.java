@@ -50,7 +50,11 @@ public final class AllToAllKernels {
     public static final int STATE_COMBINE_SENT = 4;
     /** Blocks of the current {@link #combineRecv} launch that have finished. */
     public static final int STATE_COMBINE_RECEIVED = 5;
-    /** int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination. */
+    /**
+     * int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination; then
+     * int32 {@code [W]}: the destination's rows of the current launch, written by its last block in
+     * y (the one whose tokens end at m) for the block that raises the signal.
+     */
     public static final int STATE_DESTINATIONS = 8;
 
     /** {@code peerModes} value: the peer's memory is mapped; store into it directly. */
@@ -63,13 +67,13 @@ public final class AllToAllKernels {
 
     /** int32 words of {@code state} for {@code worldSize} ranks. */
     public static int stateWords(int worldSize) {
-        return STATE_DESTINATIONS + worldSize;
+        return STATE_DESTINATIONS + 2 * worldSize;
     }
 
     /**
      * Dispatch send: grid {@code W x Y}, {@code x} = destination {@code d}. Numbers the rows and
      * writes {@code pairLocation} as {@link MoeKernels#pack} does (and m, and the input check);
-     * where this member serves {@code d}, block {@code y} writes its share of the rows to
+     * where this member serves {@code d}, block {@code y} writes the rows of its range of tokens to
      * {@code d}'s {@code dispatchRecv} region {@code g} (directly, or staged in {@code dispatchSend}
      * region {@code d/G} and put), and the last block of {@code d} sets {@code d}'s
      * {@code dispatch[g]} signal to {@code round << 32 | rows}. The last block of the grid advances
@@ -128,17 +132,22 @@ public final class AllToAllKernels {
      *
      * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one release
      *                      store into {@code peerSignals}, {@code dest}'s signal words
+     * @param rows {@code dest}'s rows of the tokens up to the end of this block's range
+     *             ({@link MoeKernels#packRows}): all of them for the block with the last range
      */
     static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
                                    long round, int dest, int group, boolean serves, int rows) {
-        long value = (round << 32) | rows;
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
+        int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
         if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
-            ctx.storeRelease(peerSignals, group, value);
+            ctx.storeRelease(peerSignals, group, (round << 32) | rows);
         } else {
+            if (!alone && ctx.groupIdy() == ctx.numGroupsY() - 1) {
+                state.setInt(rowsWord, rows); // the destination's rows: this block's tokens end at m
+            }
             ctx.systemFence();
             if (alone || ctx.atomicAdd(state, STATE_DESTINATIONS + dest, 1) == ctx.numGroupsY() - 1) {
                 if (serves) {
@@ -147,7 +156,8 @@ public final class AllToAllKernels {
                     }
                     // after the fence the signal needs no release of its own (a release store here
                     // was no faster at 8 tokens, W = 4: 32.7 and 34.2 us against 31.8 twice)
-                    ctx.signalSet(signals.slice(8L * group, 8), value, dest);
+                    int total = alone ? rows : state.getInt(rowsWord); // written before its block's count
+                    ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | total, dest);
                 }
                 if (!alone) {
                     state.setInt(STATE_DESTINATIONS + dest, 0); // after the fence, as in lastBlock

@@ -63,10 +63,12 @@ public final class MoeKernels {
      * serves {@code d}, writes the rows into {@code dispatchSend} region {@code d/G} and their
      * count into {@code sendRows[d/G]}.
      *
-     * <p>The {@code Y} blocks of one destination share the row copies (the bytes); each of them
-     * repeats the cheap numbering (it reads only the indices), and only {@code y = 0} writes
-     * {@code pairLocation} and {@code sendRows}. One block per destination would leave most of a
-     * large GPU idle, since a destination's rows are megabytes.
+     * <p>The {@code Y} blocks of one destination split the m tokens into {@code Y} contiguous
+     * ranges, block {@code y} taking {@code [m*y/Y, m*(y+1)/Y)}: it counts the rows and pairs of
+     * the tokens before its range (reading only their ids), then numbers, writes the pair
+     * locations of and copies the rows of its own tokens; block {@code Y - 1} writes
+     * {@code sendRows}. One block per destination would leave most of a large GPU idle, since a
+     * destination's rows are megabytes.
      *
      * <p>Two duties that save dispatch a launch each (they cost next to nothing here): with
      * {@code fixedTokens >= 0} that is m (the host knows it) and block (0, 0) writes it to
@@ -89,7 +91,7 @@ public final class MoeKernels {
         int rows = packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
                 topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
-        if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == 0) {
+        if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }
     }
@@ -97,11 +99,12 @@ public final class MoeKernels {
     /**
      * The body of {@link #pack} for destination {@code d = groupIdx()}: numbers the rows, writes
      * {@code pairLocation} (and m, and the input check, as pack documents) and, with
-     * {@code copy != 0}, writes block {@code y}'s contiguous share of each chunk's rows into
-     * {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block then
-     * puts that share, non-blocking, to the same rows of {@code putPeer}'s {@code putDst} from row
-     * {@code putRegionRow} (complete after {@code quiet}). Returns the rows routed to {@code d}
-     * (every thread, every block of {@code d}).
+     * {@code copy != 0}, writes the rows of block {@code y}'s tokens (its range, as pack documents)
+     * into {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block
+     * then puts each chunk's rows, non-blocking, to the same rows of {@code putPeer}'s
+     * {@code putDst} from row {@code putRegionRow} (complete after {@code quiet}). Returns the rows
+     * that tokens up to the end of the block's range route to {@code d} (every thread): for block
+     * {@code Y - 1}, all of {@code d}'s rows.
      *
      * <p>With {@code quantizeFrom} a dtype code (bf16 or fp16) the rows carry x's tokens quantised
      * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
@@ -133,27 +136,70 @@ public final class MoeKernels {
         int[] chunkIds = ctx.allocateIntLocalArray(PACK_IDS);
         int chunkTokens = min(threads, PACK_IDS / topK);
 
+        // The tokens before this block's range are only counted: their rows and pairs, summed here.
+        int[] before = ctx.allocateIntLocalArray(2);
+
         // The first chunk's ids are staged before m is known, up to the rows the tensors have (m when
         // the host gives it, else M): their loads are in flight with the count's, where staging them
-        // after reading m costs a decode round one more round trip to memory.
-        stageIds(indices, 0, min(chunkTokens, fixedTokens >= 0 ? clamp(fixedTokens, 0, maxTokens) : maxTokens) * topK,
-                chunkIds, tid, threads);
+        // after reading m costs a decode round one more round trip to memory. [stagedFirst, stagedEnd)
+        // are the tokens whose ids chunkIds holds (the same for every thread).
+        int stagedFirst = 0;
+        int stagedEnd = min(chunkTokens, fixedTokens >= 0 ? clamp(fixedTokens, 0, maxTokens) : maxTokens);
+        stageIds(indices, 0, stagedEnd * topK, chunkIds, tid, threads);
         int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
+        // Block y of d takes tokens [begin, end): it numbers them, writes their pair locations and
+        // copies their rows, so each block routes and scans only its own tokens (every block taking
+        // every chunk, each copying a share of its rows, spent most of a prefill pack in the scans).
+        int begin = (int) ((long) m * ctx.groupIdy() / ctx.numGroupsY());
+        int end = (int) ((long) m * (ctx.groupIdy() + 1) / ctx.numGroupsY());
         int rowsBefore = 0;
         int pairsBefore = 0;
-        // One token per thread per chunk; m is the same for every thread, so is the trip count.
-        for (int chunk = 0; chunk < m; chunk += chunkTokens) {
-            int n = min(chunkTokens, m - chunk);
-            if (chunk > 0) {
-                stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+        if (begin > 0) { // the same for every thread
+            if (tid == 0) {
+                before[0] = 0;
+                before[1] = 0;
             }
+            int countedRows = 0;
+            int countedPairs = 0;
+            for (int chunk = 0; chunk < begin; chunk += chunkTokens) {
+                int n = min(chunkTokens, begin - chunk);
+                if (chunk < stagedFirst || chunk + n > stagedEnd) {
+                    stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+                    stagedFirst = chunk;
+                    stagedEnd = chunk + n;
+                }
+                ctx.localBarrier();
+                int pairs = routeToken(ctx, chunkIds, (chunk - stagedFirst) * topK, tokenLocal, tokenDropped, chunk,
+                        n, topK, tid, firstExpert, expertsPerRank, dest == 0, false, inputReport);
+                countedRows += pairs > 0 ? 1 : 0;
+                countedPairs += pairs;
+                // the next chunk overwrites the ids and routes
+                ctx.localBarrier();
+            }
+            if (countedPairs > 0) {
+                ctx.atomicAdd(before, 0, countedRows);
+                ctx.atomicAdd(before, 1, countedPairs);
+            }
+            ctx.localBarrier();
+            rowsBefore = before[0];
+            pairsBefore = before[1];
+        }
+        // One token per thread per chunk; the range is the same for every thread, so is the trip count.
+        for (int chunk = begin; chunk < end; chunk += chunkTokens) {
+            int n = min(chunkTokens, end - chunk);
+            if (chunk < stagedFirst || chunk + n > stagedEnd) {
+                stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+                stagedFirst = chunk;
+                stagedEnd = chunk + n;
+            }
+            int idsBase = (chunk - stagedFirst) * topK;
             ctx.localBarrier();
             // One thread per token. (One thread per (token, slot) for a decode chunk, with a barrier
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
             // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
-            int pairs = routeToken(ctx, chunkIds, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
-                    expertsPerRank, dest == 0, checkIds != 0 && ctx.groupIdy() == 0, inputReport);
+            int pairs = routeToken(ctx, chunkIds, idsBase, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
+                    expertsPerRank, dest == 0, checkIds != 0, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -183,25 +229,19 @@ public final class MoeKernels {
                     rowPairs, rowMask);
             ctx.localBarrier();
 
-            if (ctx.groupIdy() == 0) { // the leader of the destination's blocks
-                writePairLocations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
-                        dest * pairsPerRegion, tid, threads);
-            }
+            writePairLocations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+                    dest * pairsPerRegion, tid, threads);
             if (copy != 0) {
-                // Block y's share of the chunk: rows [lo, hi), contiguous so that one put carries it.
-                int share = (chunkRows + ctx.numGroupsY() - 1) / ctx.numGroupsY();
-                int lo = min(chunkRows, ctx.groupIdy() * share);
-                int hi = min(chunkRows, lo + share);
-                copyRowsToSend(ctx, x, xScale, chunkIds, chunk, rowsOut, rowToken, rowPairBase, rowPairs, rowMask, lo,
-                        hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert, rowBytes,
-                        quantizeFrom);
-                boolean put = putPeer >= 0 && hi > lo;
-                finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
+                copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
+                        rowMask, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
+                        rowBytes, quantizeFrom);
+                boolean put = putPeer >= 0 && chunkRows > 0;
+                finishShare(ctx, x, rowToken, 0, chunkRows, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
                 if (put) {
-                    long bytes = (long) (hi - lo) * rowBytes;
-                    ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore + lo) * rowBytes, bytes),
-                            rowsOut.slice((outRegionRow + rowsBefore + lo) * rowBytes, bytes), bytes, putPeer);
+                    long bytes = (long) chunkRows * rowBytes;
+                    ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore) * rowBytes, bytes),
+                            rowsOut.slice((outRegionRow + rowsBefore) * rowBytes, bytes), bytes, putPeer);
                 }
             }
             rowsBefore += chunkRows;
@@ -661,10 +701,11 @@ public final class MoeKernels {
      * Token {@code chunk + tid}'s routing to this destination (for {@code tid < n}), read once: bit
      * k of {@code tokenLocal[tid]} for a slot that routes here, of {@code tokenDropped[tid]} for a
      * slot whose pairLocation this block sets to -1 (checked ids reported), each slot's route from
-     * {@link #routeSlot}. Returns the token's pairs here (0 past the chunk).
+     * {@link #routeSlot}; the chunk's ids are {@code ids[idsBase]} on. Returns the token's pairs
+     * here (0 past the chunk).
      */
-    static int routeToken(KernelContext ctx, int[] ids, long[] tokenLocal, long[] tokenDropped, int chunk, int n,
-                          int topK, int tid, int firstExpert, int expertsPerRank, boolean dropsOutOfRange,
+    static int routeToken(KernelContext ctx, int[] ids, int idsBase, long[] tokenLocal, long[] tokenDropped, int chunk,
+                          int n, int topK, int tid, int firstExpert, int expertsPerRank, boolean dropsOutOfRange,
                           boolean check, Buf inputReport) {
         if (tid >= n) {
             return 0;
@@ -672,7 +713,7 @@ public final class MoeKernels {
         long localMask = 0;
         long dropMask = 0;
         for (int k = 0; k < topK; k++) {
-            int route = routeSlot(ctx, ids, tid * topK, k, chunk + tid, firstExpert, expertsPerRank,
+            int route = routeSlot(ctx, ids, idsBase + tid * topK, k, chunk + tid, firstExpert, expertsPerRank,
                     dropsOutOfRange, check, inputReport);
             if (route == SLOT_HERE) {
                 localMask |= 1L << k;
@@ -721,17 +762,16 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy of rows {@code [lo, hi)} of the chunk: teams of warps ({@link #teamWidth}) take them in turn; a
+     * pack's copy of the chunk's {@code rows} rows (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamWidth}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      * When quantising ({@code quantizeFrom >= 0}) only the meta: {@link #finishShare} writes token and scales.
      */
-    static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int chunk,
-                                       Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs,
-                                       long[] rowMask, int lo, int hi, long firstRow,
-                                       int xBytes, int scalesPerToken, int topK, int firstExpert,
-                                       int rowBytes, int quantizeFrom) {
+    static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int idsBase, int chunk,
+                               Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask,
+                               int rows, long firstRow, int xBytes, int scalesPerToken, int topK, int firstExpert,
+                               int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
-        int width = teamWidth(threads, hi - lo);
+        int width = teamWidth(threads, rows);
         int team = ctx.localIdx() / width;
         int lane = ctx.localIdx() - team * width;
         int teams = threads / width;
@@ -743,7 +783,7 @@ public final class MoeKernels {
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole team (block sizes not a multiple of 32) only wait.
         if (team < teams) {
-            for (int r = lo + team; r < hi; r += teams) {
+            for (int r = team; r < rows; r += teams) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;
@@ -769,7 +809,7 @@ public final class MoeKernels {
                     } else if (i == 1) {
                         value = rowPairs[r];
                     } else if (i - 2 < rowPairs[r]) {
-                        value = nthLocalExpert(chunkIds, (t - chunk) * topK, topK, firstExpert, rowMask[r], i - 2);
+                        value = nthLocalExpert(chunkIds, idsBase + (t - chunk) * topK, topK, firstExpert, rowMask[r], i - 2);
                     }
                     dispatchSend.setInt(metaWord + i, value);
                 }

@@ -26,7 +26,7 @@ public final class QuantizingPack {
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, hidden,
                 hidden / MoeKernels.SCALE_BLOCK, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, -1, 1,
                 quantizeFrom);
-        if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == 0) {
+        if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }
     }

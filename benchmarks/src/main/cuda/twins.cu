@@ -99,12 +99,12 @@ __device__ __forceinline__ int route_slot(const int* ids, int k, int t, int firs
   return kSlotElsewhere;
 }
 
-// The chunk's pair locations here, one thread per (token, slot): local slots numbered from the
+// The pair locations here of the chunk's tokens [skip, n), one thread per (token, slot): local slots numbered from the
 // token's pair base in k order, -1 for dropped ones.
-__device__ __forceinline__ void write_pair_locations(int* pairLocation, int chunk, int n, int topK,
+__device__ __forceinline__ void write_pair_locations(int* pairLocation, int chunk, int skip, int n, int topK,
                                                      const long long* tokenLocal, const long long* tokenDropped,
                                                      const int* tokenPairBase, int firstLocation) {
-  for (int item = threadIdx.x; item < n * topK; item += blockDim.x) {
+  for (int item = skip * topK + threadIdx.x; item < n * topK; item += blockDim.x) {
     const int token = item / topK, k = item - token * topK;
     const long long bit = 1LL << k, local = tokenLocal[token];
     int* slot = pairLocation + long(chunk) * topK + item;
@@ -150,20 +150,20 @@ __device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pi
   }
 }
 
-// pack's copy of the chunk's rows (its ids from chunkIds on) to dispatchSend from row firstRow on: teams of warps
+// pack's copy of the chunk's rows [lo, hi) (its ids from chunkIds on) to dispatchSend from row firstRow on: teams of warps
 // take them in turn; token in 16-byte pieces, scales in words, then the meta, padding zeroed.
 __device__ __forceinline__ void copy_rows_to_send(const uint8_t* x, const int* xScale, const int* chunkIds, int chunk,
                                                   uint8_t* dispatchSend, const int* rowToken, const int* rowPairBase,
-                                                  const int* rowPairs, const long long* rowMask, int rows,
+                                                  const int* rowPairs, const long long* rowMask, int lo, int hi,
                                                   long firstRow, int xBytes, int scalesPerToken, int topK,
                                                   int firstExpert, int rowBytes) {
-  const int tid = threadIdx.x, threads = blockDim.x, width = team_width(threads, rows);
+  const int tid = threadIdx.x, threads = blockDim.x, width = team_width(threads, hi - lo);
   const int team = tid / width, lane = tid - team * width, teams = threads / width;
   const int pieces = xBytes >> 4, scaleOffset = align16(xBytes);
   const int scaleWords = align16(4 * scalesPerToken) >> 2;
   const int metaOffset = scaleOffset + (scaleWords << 2), metaWords = align16(4 * (2 + topK)) >> 2;
   if (team >= teams) return;  // past the last whole team (block sizes not a multiple of 32)
-  for (int r = team; r < rows; r += teams) {
+  for (int r = lo + team; r < hi; r += teams) {
     const int t = rowToken[r];
     const long rowByte = (firstRow + r) * rowBytes;
     // The lane's first scale loaded before the token's pieces: both in flight together.
@@ -246,20 +246,21 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     }
   };
 
+  // Whole chunks before the one that holds begin are only counted; that chunk is numbered whole.
+  const int firstChunk = begin - begin % chunkTokens;
   int rowsBefore = 0, pairsBefore = 0;
-  if (begin > 0) {
+  if (firstChunk > 0) {
     if (tid == 0) before[0] = before[1] = 0;
     int countedRows = 0, countedPairs = 0;
-    for (int chunk = 0; chunk < begin; chunk += chunkTokens) {
-      const int n = min(chunkTokens, begin - chunk);
-      if (chunk < stagedFirst || chunk + n > stagedEnd) {
-        stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
+    for (int chunk = 0; chunk < firstChunk; chunk += chunkTokens) {
+      if (chunk < stagedFirst || chunk + chunkTokens > stagedEnd) {
+        stage_ids(indices + long(chunk) * topK, chunkTokens * topK, chunkIds, tid, threads);
         stagedFirst = chunk;
-        stagedEnd = chunk + n;
+        stagedEnd = chunk + chunkTokens;
       }
       __syncthreads();
       long long localMask, dropMask;
-      route(chunkIds + (chunk - stagedFirst) * topK, n, chunk + tid, false, localMask, dropMask);
+      route(chunkIds + (chunk - stagedFirst) * topK, chunkTokens, chunk + tid, false, localMask, dropMask);
       const int pairs = __popcll(localMask);
       countedRows += pairs > 0 ? 1 : 0;
       countedPairs += pairs;
@@ -274,8 +275,9 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     pairsBefore = before[1];
   }
   // The range is the same for every thread, so are the trip counts of the loops with barriers.
-  for (int chunk = begin; chunk < end; chunk += chunkTokens) {
+  for (int chunk = firstChunk; chunk < end; chunk += chunkTokens) {
     const int n = min(chunkTokens, end - chunk);
+    const int skip = max(0, begin - chunk);  // numbered, not checked, located or copied
     if (chunk < stagedFirst || chunk + n > stagedEnd) {
       stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
       stagedFirst = chunk;
@@ -285,7 +287,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     __syncthreads();
     const int t = chunk + tid;
     long long localMask, dropMask;
-    route(ids, n, t, checkIds != 0, localMask, dropMask);
+    route(ids, n, t, checkIds != 0 && tid >= skip, localMask, dropMask);
     const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
@@ -305,6 +307,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int chunkRow = scanRows[src + tid] - hasRow;
     const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
     const int chunkRows = scanRows[src + n - 1], chunkPairs = scanPairs[src + n - 1];
+    const int lo = skip > 0 ? scanRows[src + skip - 1] : 0;  // the skipped tokens' rows come first
     if (tid < n) {
       tokenLocal[tid] = localMask;
       tokenDropped[tid] = dropMask;
@@ -317,10 +320,11 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
       }
     }
     __syncthreads();
-    write_pair_locations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase, dest * pairsPerRegion);
+    write_pair_locations(pairLocation, chunk, skip, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+                         dest * pairsPerRegion);
     if (serves) {
       copy_rows_to_send(x, reinterpret_cast<const int*>(xScale), ids, chunk, dispatchSend, rowToken, rowPairBase,
-                        rowPairs, rowMask, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
+                        rowPairs, rowMask, lo, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
                         firstExpert, rowBytes);
     }
     rowsBefore += chunkRows;

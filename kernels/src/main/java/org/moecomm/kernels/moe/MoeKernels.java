@@ -65,8 +65,9 @@ public final class MoeKernels {
      *
      * <p>The {@code Y} blocks of one destination split the m tokens into {@code Y} contiguous
      * ranges, block {@code y} taking {@code [m*y/Y, m*(y+1)/Y)}: it counts the rows and pairs of
-     * the tokens before its range (reading only their ids), then numbers, writes the pair
-     * locations of and copies the rows of its own tokens; block {@code Y - 1} writes
+     * the whole chunks of tokens before its range (reading only their ids, no scan), numbers the
+     * chunks that hold its tokens, and writes the pair locations and copies the rows of its own
+     * tokens; block {@code Y - 1} writes
      * {@code sendRows}. One block per destination would leave most of a large GPU idle, since a
      * destination's rows are megabytes.
      *
@@ -149,29 +150,31 @@ public final class MoeKernels {
         int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
         // Block y of d takes tokens [begin, end): it numbers them, writes their pair locations and
-        // copies their rows, so each block routes and scans only its own tokens (every block taking
-        // every chunk, each copying a share of its rows, spent most of a prefill pack in the scans).
+        // copies their rows, so each block scans only the chunks that hold its own tokens (every block
+        // scanning every chunk for a share of its rows spent most of a prefill pack in the scans).
+        // The whole chunks before its first are only counted; the chunk that holds begin is
+        // numbered whole (a decode round's one chunk is then numbered as by a single block).
         int begin = (int) ((long) m * ctx.groupIdy() / ctx.numGroupsY());
         int end = (int) ((long) m * (ctx.groupIdy() + 1) / ctx.numGroupsY());
+        int firstChunk = begin - begin % chunkTokens;
         int rowsBefore = 0;
         int pairsBefore = 0;
-        if (begin > 0) { // the same for every thread
+        if (firstChunk > 0) { // the same for every thread
             if (tid == 0) {
                 before[0] = 0;
                 before[1] = 0;
             }
             int countedRows = 0;
             int countedPairs = 0;
-            for (int chunk = 0; chunk < begin; chunk += chunkTokens) {
-                int n = min(chunkTokens, begin - chunk);
-                if (chunk < stagedFirst || chunk + n > stagedEnd) {
-                    stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
+            for (int chunk = 0; chunk < firstChunk; chunk += chunkTokens) {
+                if (chunk < stagedFirst || chunk + chunkTokens > stagedEnd) {
+                    stageIds(indices, (long) chunk * topK, chunkTokens * topK, chunkIds, tid, threads);
                     stagedFirst = chunk;
-                    stagedEnd = chunk + n;
+                    stagedEnd = chunk + chunkTokens;
                 }
                 ctx.localBarrier();
                 int pairs = routeToken(ctx, chunkIds, (chunk - stagedFirst) * topK, tokenLocal, tokenDropped, chunk,
-                        n, topK, tid, firstExpert, expertsPerRank, dest == 0, false, inputReport);
+                        chunkTokens, topK, tid, firstExpert, expertsPerRank, dest == 0, false, inputReport);
                 countedRows += pairs > 0 ? 1 : 0;
                 countedPairs += pairs;
                 // the next chunk overwrites the ids and routes
@@ -186,8 +189,10 @@ public final class MoeKernels {
             pairsBefore = before[1];
         }
         // One token per thread per chunk; the range is the same for every thread, so is the trip count.
-        for (int chunk = begin; chunk < end; chunk += chunkTokens) {
+        for (int chunk = firstChunk; chunk < end; chunk += chunkTokens) {
             int n = min(chunkTokens, end - chunk);
+            // the chunk's first tokens before the range are numbered, not checked, located or copied
+            int skip = max(0, begin - chunk);
             if (chunk < stagedFirst || chunk + n > stagedEnd) {
                 stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
                 stagedFirst = chunk;
@@ -199,7 +204,7 @@ public final class MoeKernels {
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
             // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
             int pairs = routeToken(ctx, chunkIds, idsBase, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
-                    expertsPerRank, dest == 0, checkIds != 0, inputReport);
+                    expertsPerRank, dest == 0, checkIds != 0 && tid >= skip, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -224,24 +229,26 @@ public final class MoeKernels {
             int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
             int chunkRows = scanRows[src + n - 1];
             int chunkPairs = scanPairs[src + n - 1];
+            // the rows of the skipped tokens come first: the block copies the chunk's rows [lo, chunkRows)
+            int lo = skip > 0 ? scanRows[src + skip - 1] : 0;
 
             recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, tokenLocal, tokenPairBase, rowToken, rowPairBase,
                     rowPairs, rowMask);
             ctx.localBarrier();
 
-            writePairLocations(pairLocation, chunk, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+            writePairLocations(pairLocation, chunk, skip, n, topK, tokenLocal, tokenDropped, tokenPairBase,
                     dest * pairsPerRegion, tid, threads);
             if (copy != 0) {
                 copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
-                        rowMask, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
+                        rowMask, lo, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
                         rowBytes, quantizeFrom);
-                boolean put = putPeer >= 0 && chunkRows > 0;
-                finishShare(ctx, x, rowToken, 0, chunkRows, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
+                boolean put = putPeer >= 0 && chunkRows > lo;
+                finishShare(ctx, x, rowToken, lo, chunkRows, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
                 if (put) {
-                    long bytes = (long) chunkRows * rowBytes;
-                    ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore) * rowBytes, bytes),
-                            rowsOut.slice((outRegionRow + rowsBefore) * rowBytes, bytes), bytes, putPeer);
+                    long bytes = (long) (chunkRows - lo) * rowBytes;
+                    ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore + lo) * rowBytes, bytes),
+                            rowsOut.slice((outRegionRow + rowsBefore + lo) * rowBytes, bytes), bytes, putPeer);
                 }
             }
             rowsBefore += chunkRows;
@@ -738,16 +745,16 @@ public final class MoeKernels {
     }
 
     /**
-     * Writes the pair locations of the chunk's {@code n} tokens (from token {@code chunk}) at this
+     * Writes the pair locations of the chunk's tokens {@code [skip, n)} (from token {@code chunk}) at this
      * destination, one thread per (token, slot): slot k of a token with routing {@code local}
      * (bits of {@code tokenLocal}) gets {@code firstLocation + pairBase + } the local slots before
      * it, a slot of {@code tokenDropped} gets -1 (exactly one block writes each entry: the
      * destination of an id in range, destination 0 for the others). A decode token's topK entries
      * are written side by side, not one after the other by its thread.
      */
-    static void writePairLocations(Buf pairLocation, int chunk, int n, int topK, long[] tokenLocal,
+    static void writePairLocations(Buf pairLocation, int chunk, int skip, int n, int topK, long[] tokenLocal,
                                    long[] tokenDropped, int[] tokenPairBase, int firstLocation, int tid, int threads) {
-        for (int item = tid; item < n * topK; item += threads) {
+        for (int item = skip * topK + tid; item < n * topK; item += threads) {
             int token = item / topK;
             int k = item - token * topK;
             long bit = 1L << k;
@@ -762,16 +769,16 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy of the chunk's {@code rows} rows (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamWidth}) take them in turn; a
+     * pack's copy of rows {@code [lo, hi)} of the chunk (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamWidth}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      * When quantising ({@code quantizeFrom >= 0}) only the meta: {@link #finishShare} writes token and scales.
      */
     static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int idsBase, int chunk,
                                Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask,
-                               int rows, long firstRow, int xBytes, int scalesPerToken, int topK, int firstExpert,
-                               int rowBytes, int quantizeFrom) {
+                               int lo, int hi, long firstRow, int xBytes, int scalesPerToken, int topK,
+                               int firstExpert, int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
-        int width = teamWidth(threads, rows);
+        int width = teamWidth(threads, hi - lo);
         int team = ctx.localIdx() / width;
         int lane = ctx.localIdx() - team * width;
         int teams = threads / width;
@@ -783,7 +790,7 @@ public final class MoeKernels {
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole team (block sizes not a multiple of 32) only wait.
         if (team < teams) {
-            for (int r = team; r < rows; r += teams) {
+            for (int r = lo + team; r < hi; r += teams) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
                 long dstPiece = rowByte >> 4;

@@ -705,6 +705,19 @@ class MoeKernelsTest {
         roundTrip(new MoeShape(4, 1, 3, 4, 64, 20, false), 6);
     }
 
+    @Test
+    void blocksWhoseTokensStartPastTheFirstChunkCountTheChunksBefore() {
+        // pack's block y takes tokens [m*y/Y, m*(y+1)/Y): with small chunks most blocks count
+        // whole chunks before theirs and number a chunk that starts before their first token
+        blocksY = 5;
+        packMatchesReference(4, 1, 12, 40, 64, 130, false, 130, 256); // chunks of 51 tokens
+        packMatchesReference(2, 1, 40, 64, 32, 70, false, 67, 128); // chunks of 32 tokens
+        packMatchesReference(1, 1, 8, 8, 32, 50, true, 50, 1); // one token per chunk
+        packMatchesReference(3, 1, 2, 2, 48, 30, false, 45, 64); // m clamped to M
+        blocksY = 3;
+        roundTrip(new MoeShape(2, 1, 40, 64, 32, 70, false), 7);
+    }
+
     /** The CPU backend runs the library's kernels as loops: none may fall back to a thread per GPU thread. */
     @ParameterizedTest(name = "{0}.{1}")
     @CsvSource({"MoeKernels, pack", "MoeKernels, scatter", "MoeKernels, gather", "MoeKernels, reduce",

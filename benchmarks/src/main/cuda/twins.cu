@@ -276,8 +276,9 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
   }
   // The range is the same for every thread, so are the trip counts of the loops with barriers.
   for (int chunk = firstChunk; chunk < end; chunk += chunkTokens) {
-    const int n = min(chunkTokens, end - chunk);
-    const int skip = max(0, begin - chunk);  // numbered, not checked, located or copied
+    // the whole chunk is numbered; its tokens [skip, own) are the block's: checked, located, copied
+    const int n = min(chunkTokens, m - chunk);
+    const int skip = max(0, begin - chunk), own = min(n, end - chunk);
     if (chunk < stagedFirst || chunk + n > stagedEnd) {
       stage_ids(indices + long(chunk) * topK, n * topK, chunkIds, tid, threads);
       stagedFirst = chunk;
@@ -287,7 +288,7 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     __syncthreads();
     const int t = chunk + tid;
     long long localMask, dropMask;
-    route(ids, n, t, checkIds != 0 && tid >= skip, localMask, dropMask);
+    route(ids, n, t, checkIds != 0 && tid >= skip && tid < own, localMask, dropMask);
     const int pairs = __popcll(localMask);
     const int hasRow = pairs > 0 ? 1 : 0;
     scanRows[tid] = hasRow;
@@ -307,7 +308,8 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
     const int chunkRow = scanRows[src + tid] - hasRow;
     const int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
     const int chunkRows = scanRows[src + n - 1], chunkPairs = scanPairs[src + n - 1];
-    const int lo = skip > 0 ? scanRows[src + skip - 1] : 0;  // the skipped tokens' rows come first
+    // the block's rows are the chunk's rows [lo, hi)
+    const int lo = skip > 0 ? scanRows[src + skip - 1] : 0, hi = own > 0 ? scanRows[src + own - 1] : 0;
     if (tid < n) {
       tokenLocal[tid] = localMask;
       tokenDropped[tid] = dropMask;
@@ -320,11 +322,11 @@ extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, cons
       }
     }
     __syncthreads();
-    write_pair_locations(pairLocation, chunk, skip, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+    write_pair_locations(pairLocation, chunk, skip, own, topK, tokenLocal, tokenDropped, tokenPairBase,
                          dest * pairsPerRegion);
     if (serves) {
       copy_rows_to_send(x, reinterpret_cast<const int*>(xScale), ids, chunk, dispatchSend, rowToken, rowPairBase,
-                        rowPairs, rowMask, lo, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
+                        rowPairs, rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK,
                         firstExpert, rowBytes);
     }
     rowsBefore += chunkRows;

@@ -108,9 +108,11 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
-        int rows = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
+        long packed = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
+        int rows = (int) packed;
+        boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
         // One block serving a mapped destination (decode) signals it with a release store: the
         // thread that stores resolves the peer's signal words while the block's last copies drain.
         boolean releaseSignal = direct && ctx.numGroupsY() == 1;
@@ -120,7 +122,8 @@ public final class AllToAllKernels {
         }
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows);
+            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows,
+                    allRows);
         }
     }
 
@@ -132,11 +135,14 @@ public final class AllToAllKernels {
      *
      * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one release
      *                      store into {@code peerSignals}, {@code dest}'s signal words
-     * @param rows {@code dest}'s rows of the tokens up to the end of this block's range
-     *             ({@link MoeKernels#packRows}): all of them for the block with the last range
+     * @param rows {@code dest}'s rows of the tokens up to the end of this block's last chunk
+     *             ({@link MoeKernels#packRows})
+     * @param allRows {@code rows} are all of {@code dest}'s (the block's last chunk ends at m; always
+     *                for the last block in y, which leaves them in the round state for a block
+     *                without them that may raise the signal)
      */
     static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
-                                   long round, int dest, int group, boolean serves, int rows) {
+                                   long round, int dest, int group, boolean serves, int rows, boolean allRows) {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
         int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
@@ -156,7 +162,8 @@ public final class AllToAllKernels {
                     }
                     // after the fence the signal needs no release of its own (a release store here
                     // was no faster at 8 tokens, W = 4: 32.7 and 34.2 us against 31.8 twice)
-                    int total = alone ? rows : state.getInt(rowsWord); // written before its block's count
+                    // else written by the last block in y before its count, seen through this count
+                    int total = allRows ? rows : state.getInt(rowsWord);
                     ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | total, dest);
                 }
                 if (!alone) {

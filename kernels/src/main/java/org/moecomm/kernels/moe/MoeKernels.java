@@ -47,6 +47,8 @@ public final class MoeKernels {
     public static final int SCALE_BLOCK = 128;
     /** Threads that quantise one block of {@link #SCALE_BLOCK} values together ({@link #finishShare}). */
     static final int QUANT_LANES = 8;
+    /** Flag of {@link #packRows}'s result: its rows (the low 32 bits) are all of the destination's. */
+    static final long PACK_ALL_ROWS = 1L << 32;
     /** Longs of x (four 16-bit values each) one of them loads per block: 4, so 16 values. */
     static final int QUANT_LOADS = SCALE_BLOCK / (4 * QUANT_LANES);
 
@@ -89,7 +91,7 @@ public final class MoeKernels {
                             int pairsPerRegion, int fixedTokens, int checkIds) {
         int dest = ctx.groupIdx();
         boolean serves = dest % groupSize == member;
-        int rows = packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
+        int rows = (int) packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
                 topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
@@ -103,15 +105,16 @@ public final class MoeKernels {
      * {@code copy != 0}, writes the rows of block {@code y}'s tokens (its range, as pack documents)
      * into {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block
      * then puts each chunk's rows, non-blocking, to the same rows of {@code putPeer}'s
-     * {@code putDst} from row {@code putRegionRow} (complete after {@code quiet}). Returns the rows
-     * that tokens up to the end of the block's range route to {@code d} (every thread): for block
-     * {@code Y - 1}, all of {@code d}'s rows.
+     * {@code putDst} from row {@code putRegionRow} (complete after {@code quiet}). Returns (every
+     * thread) the rows that the tokens of the chunks up to the block's last route to {@code d}, with
+     * {@link #PACK_ALL_ROWS} set when that last chunk ends at m: they are then all of {@code d}'s
+     * rows (always for block {@code Y - 1}; for every block when m fits in one chunk, as in decode).
      *
      * <p>With {@code quantizeFrom} a dtype code (bf16 or fp16) the rows carry x's tokens quantised
      * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
      * H / 128, and xScale is not read; -1 copies x's bytes and xScale's scales as they are.
      */
-    static int packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
+    static long packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
                         Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
                         int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
                         int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds, int quantizeFrom) {
@@ -159,6 +162,7 @@ public final class MoeKernels {
         int firstChunk = begin - begin % chunkTokens;
         int rowsBefore = 0;
         int pairsBefore = 0;
+        int numberedEnd = firstChunk; // tokens [0, numberedEnd) are numbered or counted
         if (firstChunk > 0) { // the same for every thread
             if (tid == 0) {
                 before[0] = 0;
@@ -190,9 +194,11 @@ public final class MoeKernels {
         }
         // One token per thread per chunk; the range is the same for every thread, so is the trip count.
         for (int chunk = firstChunk; chunk < end; chunk += chunkTokens) {
-            int n = min(chunkTokens, end - chunk);
-            // the chunk's first tokens before the range are numbered, not checked, located or copied
+            // the whole chunk is numbered; its tokens [skip, own) are the block's: checked, located, copied
+            // (a block whose last chunk ends at m knows all of d's rows: decode's and 128 tokens' blocks)
+            int n = min(chunkTokens, m - chunk);
             int skip = max(0, begin - chunk);
+            int own = min(n, end - chunk);
             if (chunk < stagedFirst || chunk + n > stagedEnd) {
                 stageIds(indices, (long) chunk * topK, n * topK, chunkIds, tid, threads);
                 stagedFirst = chunk;
@@ -204,7 +210,7 @@ public final class MoeKernels {
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
             // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
             int pairs = routeToken(ctx, chunkIds, idsBase, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
-                    expertsPerRank, dest == 0, checkIds != 0 && tid >= skip, inputReport);
+                    expertsPerRank, dest == 0, checkIds != 0 && tid >= skip && tid < own, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -229,34 +235,36 @@ public final class MoeKernels {
             int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
             int chunkRows = scanRows[src + n - 1];
             int chunkPairs = scanPairs[src + n - 1];
-            // the rows of the skipped tokens come first: the block copies the chunk's rows [lo, chunkRows)
+            // the block's rows are the chunk's rows [lo, hi): those of the tokens before and after come first and last
             int lo = skip > 0 ? scanRows[src + skip - 1] : 0;
+            int hi = own > 0 ? scanRows[src + own - 1] : 0;
 
             recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, tokenLocal, tokenPairBase, rowToken, rowPairBase,
                     rowPairs, rowMask);
             ctx.localBarrier();
 
-            writePairLocations(pairLocation, chunk, skip, n, topK, tokenLocal, tokenDropped, tokenPairBase,
+            writePairLocations(pairLocation, chunk, skip, own, topK, tokenLocal, tokenDropped, tokenPairBase,
                     dest * pairsPerRegion, tid, threads);
             if (copy != 0) {
                 copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
-                        rowMask, lo, chunkRows, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
+                        rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
                         rowBytes, quantizeFrom);
-                boolean put = putPeer >= 0 && chunkRows > lo;
-                finishShare(ctx, x, rowToken, lo, chunkRows, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
+                boolean put = putPeer >= 0 && hi > lo;
+                finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
                 if (put) {
-                    long bytes = (long) (chunkRows - lo) * rowBytes;
+                    long bytes = (long) (hi - lo) * rowBytes;
                     ctx.putBlockNbi(putDst.slice((putRegionRow + rowsBefore + lo) * rowBytes, bytes),
                             rowsOut.slice((outRegionRow + rowsBefore + lo) * rowBytes, bytes), bytes, putPeer);
                 }
             }
             rowsBefore += chunkRows;
             pairsBefore += chunkPairs;
+            numberedEnd = chunk + n;
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        return rowsBefore;
+        return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0);
     }
 
     /**

@@ -31,7 +31,7 @@
 #                        from the benchmarks' test classes: the script's own logic, on any machine)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 out="${OUT:-$root/gpu-out}"
 mkdir -p "$out"
 carry="${GPU_CARRY:-$root/.gpu-carry}"
@@ -171,8 +171,10 @@ if exited "${pids[victim]}"; then
 fi
 kill_ms=$(now_ms)
 kill -9 "${pids[victim]}"
-wait "${pids[victim]}" 2>/dev/null
-victim_status=$?
+# bounded: a killed process can sit in the driver a while; `wait` alone could block for good
+for _ in $(seq 1 300); do exited "${pids[victim]}" && break; sleep 0.1; done
+victim_status=not-exited-after-30s
+exited "${pids[victim]}" && { wait "${pids[victim]}" 2>/dev/null; victim_status=$?; }
 say "SIGKILL to rank $victim (pid ${pids[victim]}) $((kill_ms - running_ms)) ms after every rank ran; status $victim_status"
 
 # ---- the survivors' exits, bounded -----------------------------------------------------------------
@@ -256,7 +258,7 @@ for p in "${problems[@]}"; do quoted+=("\"$(printf '%s' "$p" | sed 's/\\/\\\\/g;
 {
   printf '{"check":"kill-a-rank","result":"%s","world":%d,"victim":%d,"wait_timeout_ms":%d,' "$result" "$world" "$victim" "$wait_ms"
   printf '"bounds_ms":{"failure_after_kill":%d,"each_close":%d,"exit_after_kill":%d},' $((wait_ms + slack_ms)) "$close_ms" $((wait_ms + exit_ms))
-  printf '"started_epoch_ms":%s,"all_running_epoch_ms":%s,"kill_epoch_ms":%s,"victim_exit_status":%s,' "$started_ms" "$running_ms" "$kill_ms" "$victim_status"
+  printf '"started_epoch_ms":%s,"all_running_epoch_ms":%s,"kill_epoch_ms":%s,"victim_exit_status":"%s",' "$started_ms" "$running_ms" "$kill_ms" "$victim_status"
   printf '"rank_main":"%s","spec":"%s","dry":%s,"ranks":' "$main" "$spec" "$([ "$dry" = 1 ] && echo true || echo false)"
   json_list "${rank_json[@]}"
   printf ',"problems":'

@@ -56,6 +56,7 @@ if [ "$victim" -lt 0 ] || [ "$victim" -ge "$world" ] || [ "$world" -lt 2 ]; then
   exit 2
 fi
 
+rm -f "$out/kill-rank.json"
 work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-kill-rank.XXXXXX")
 mkdir -p "$work/ranks"
 pids=()
@@ -74,8 +75,11 @@ cleanup() {
   } > "$out/kill-rank.log" 2>/dev/null
   [ "$started_mps_here" = 1 ] && mps_stop
   rm -rf "$work"
+  # ended before the checks (a signal, a setup failure that wrote nothing): say so in the JSON too
+  [ -f "$out/kill-rank.json" ] || echo '{"check":"kill-a-rank","result":"FAIL","problems":["ended before the checks (kill-rank.log)"]}' > "$out/kill-rank.json"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT   # the EXIT trap then still kills what was started here
 
 # ---- runtime, class path, GPU environment ---------------------------------------------------------
 if [ -n "${KILL_RANK_JAVA:-}" ]; then

@@ -40,10 +40,10 @@ elif ! bash scripts/gpu-nvshmem-build.sh build > "$out/nvshmem-build.log" 2>&1; 
 fi
 # shellcheck disable=SC1091
 source nvshmem-bridge/target/nvshmem-native/env.sh
-started_mps=0
-if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && nvidia-cuda-mps-control -d; then
-  started_mps=1
-fi
+# shellcheck source=scripts/mps.sh
+source scripts/mps.sh   # start, probe, restart a faulted server between runs (docs/gpu.md)
+export MPS_LOG="$out/mps.log"
+mps_start && mps_recover "before the A/B runs"
 ab=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-ab.XXXXXX")
 mkdir -p "$ab/ab"
 saved="$ab/bundle-lib"
@@ -67,6 +67,7 @@ while IFS='|' read -r label dir opts args kargs; do
     bash scripts/gpu-nvshmem-build.sh devfns "$carry/variants/$dir/cpp" "$devfns" > "$ab/ab/devfns-$label.log" 2>&1 \
       || { echo "== $label: its device functions did not build (devfns-$label.log)"; continue; }
   fi
+  mps_between "before run $label"
   MOECOMM_NVSHMEM_DEVFNS="$devfns" JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
     LAUNCH_BENCH=0 PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
     bash scripts/gpu-bench.sh > "$ab/ab/ab-$label.log" 2>&1
@@ -83,6 +84,6 @@ while IFS='|' read -r label dir opts args kargs; do
 done <<< "${AB_SPECS:-}"
 rm -f "$carry"/lib/moecomm-*.jar
 cp "$saved"/moecomm-*.jar "$carry/lib/"
-[ "$started_mps" = 1 ] && echo quit | nvidia-cuda-mps-control
+mps_stop
 tar -C "$ab" -czf "$out/ab.tgz" ab
 rm -rf "$ab"

@@ -25,6 +25,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# shellcheck source=scripts/mps.sh
+source "$root/scripts/mps.sh"   # mps_between: a probe (and restart) between launches, when a caller started MPS
 carry="${GPU_CARRY:-$root/.gpu-carry}"
 
 if [ $# -ge 3 ]; then
@@ -165,6 +167,7 @@ else
   phase_extra=(--warmup "${PHASE_WARMUP:-200}" ${PHASE_BENCH_ARGS:-})
   gpu_label=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | awk '{print tolower($NF)}')
   for w in ${PHASE_WORLDS:-4 2}; do
+    mps_between "before the per-phase benchmark, W=$w"
     phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w --warmup ${PHASE_WARMUP:-200}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
     echo "== per-phase benchmark: $phase_recorded"
     timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
@@ -178,6 +181,7 @@ else
   done
   if [ "${PHASE_DEMO:-1}" != 0 ]; then
     # the demo on the GPU backend (`moecomm demo --backend gpu`): one short launch, output in the log only
+    mps_between "before the GPU demo"
     echo "== demo on the GPU backend: moecomm demo --backend gpu --preset deepseek-v3 --tokens 128 --world 4"
     timeout -k 10 120 "$java" "${java_opts[@]}" -cp "$classpath" org.moecomm.bench.Main demo --backend gpu \
       --preset deepseek-v3 --tokens 128 --world 4 --launch-timeout 100 2>&1 | tee -a "$results/phase-bench.log"
@@ -203,6 +207,7 @@ stress_rc=0
 if [ -n "${STRESS_ROUNDS:-}" ] && [ "${STRESS_ROUNDS}" != 0 ]; then
   # shellcheck disable=SC2206
   stress_extra=(${STRESS_ARGS:-})
+  mps_between "before the stress run"
   echo "== stress run: moecomm stress --backend gpu --rounds $STRESS_ROUNDS ${STRESS_ARGS:-}"
   timeout -k 10 "${STRESS_TIMEOUT_S:-600}" "$java" "${java_opts[@]}" -cp "$classpath" \
     org.moecomm.bench.Main stress --backend gpu --rounds "$STRESS_ROUNDS" --out-dir "$results" \

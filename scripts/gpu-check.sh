@@ -50,6 +50,8 @@ finish() {
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 section() { echo; echo "======== $* ========"; }
+# shellcheck source=scripts/mps.sh
+source "$root/scripts/mps.sh"
 
 section "machine"
 date -u +%Y-%m-%dT%H:%M:%SZ
@@ -123,8 +125,13 @@ if [ "$test_rc" -eq 0 ] && [ "$n_passed" -le 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:
   test_rc=4
 fi
 
+# a test that fails or times out leaves killed rank processes behind it: a faulted MPS server
+# would fail the next section at context creation (scripts/mps.sh; only when the caller started MPS)
+mps_between "after the GPU tests"
+
 sanitize_rc=0
 if [ -n "${GPU_SANITIZE:-}" ]; then
+  mps_between "before compute-sanitizer"
   section "compute-sanitizer (${GPU_SANITIZE})"
   sanitizer=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2>/dev/null | head -n1)
   # shellcheck disable=SC2206
@@ -149,6 +156,7 @@ if [ -n "${GPU_SANITIZE:-}" ]; then
     echo "sanitizer $tool: exit status $r; ${summary_line:-no ERROR SUMMARY line}; ${tests_line}" | tee -a "$out/summary.txt"
     grep -hE "^========= (Invalid|Race|Barrier|Error|Uninitialized)" "$log" | sort | uniq -c | head -n 20
     if [ "$r" -ne 0 ]; then sanitize_rc=$r; fi
+    mps_between "after compute-sanitizer $tool"
   done
   tar -C "$work" -czf "$out/sanitizers.tgz" sanitizers 2>/dev/null || true
 fi
@@ -165,6 +173,7 @@ fi
 # ======================================================================================
 bench_rc=0
 if [ "${GPU_BENCH:-1}" != 0 ]; then
+  mps_between "before the benchmarks"
   section "GPU benchmarks"
   bench_dir="$work/bench-results"
   mkdir -p "$bench_dir"

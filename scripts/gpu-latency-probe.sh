@@ -47,13 +47,14 @@ echo "== launch cost, one process, no MPS"
 mkdir -p "$out/no-mps"
 OUT="$out/no-mps" KERNEL_BENCH=0 PHASE_BENCH=0 bash scripts/gpu-bench.sh
 
-started_mps=0
-if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && nvidia-cuda-mps-control -d; then
-  started_mps=1
-fi
+# shellcheck source=scripts/mps.sh
+source scripts/mps.sh   # start, probe, restart a faulted server between the runs (docs/gpu.md)
+export MPS_LOG="$out/mps.log"
+mps_start && mps_recover "before the runs under MPS"
 rc=0
 for start in ${PROBE_STARTS:-host device}; do
   echo "== under MPS, --start $start"
+  mps_between "before --start $start"
   mkdir -p "$out/mps-$start"
   launch=0
   [ "$start" = host ] && launch=1
@@ -63,7 +64,5 @@ for start in ${PROBE_STARTS:-host device}; do
   r=$?
   [ "$rc" -eq 0 ] && rc=$r
 done
-if [ "$started_mps" = 1 ]; then
-  echo quit | nvidia-cuda-mps-control
-fi
+mps_stop
 exit "$rc"

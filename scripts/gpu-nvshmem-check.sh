@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, in the repository root: builds the NVSHMEM bridge's native library
 # (scripts/gpu-nvshmem-build.sh build), makes it visible to the tests, starts the MPS daemon for
-# the multi-PE tests (when it is not running and MOECOMM_MPS is not 0), runs scripts/gpu-check.sh
-# with the arguments given, and stops the daemon again if it started it.
+# the multi-PE tests (when it is not running and MOECOMM_MPS is not 0; scripts/mps.sh, which also
+# probes the server before and between the steps and restarts it when it faulted: $OUT/mps.log),
+# runs scripts/gpu-check.sh with the arguments given, with GPU_KILL_RANK=1 then
+# scripts/gpu-kill-rank.sh, and stops the daemon again if it started it.
 #
 # On the development machine first: scripts/make-gpu-bundle.sh (the bundle, with the bridge's JNI
 # glue and jni.h in .gpu-carry/nvshmem-jni), then carry .gpu-carry and run
 # `bash scripts/gpu-nvshmem-check.sh`.
 #
 # Exit status: gpu-check.sh's, or 5 when the native build failed (the GPU check still runs, so
-# the other GPU tests report, but the NVSHMEM tests could not have passed).
+# the other GPU tests report, but the NVSHMEM tests could not have passed), or 7 when only the
+# kill-a-rank check failed (GPU_KILL_RANK=1: scripts/gpu-kill-rank.sh after the GPU check).
 # Writes $OUT/nvshmem-build.log. MOECOMM_REQUIRE_NVSHMEM=1 is exported after a successful build:
 # the NVSHMEM tests then fail, instead of skipping, when the bridge does not load.
 set -uo pipefail
@@ -43,26 +46,33 @@ else
   [ "$build_rc" -eq 0 ] && build_rc=1
 fi
 
-started_mps=0
-if [ "${MOECOMM_MPS:-1}" != 0 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
-  if pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
-    say "an MPS control daemon is already running: using it"
-  elif nvidia-cuda-mps-control -d; then
-    started_mps=1
-    say "started the MPS control daemon (several PEs share the GPU concurrently)"
-  else
-    say "could not start the MPS daemon: the multi-PE tests time-slice the GPU (correct, slower)"
-  fi
-fi
+# MPS (scripts/mps.sh): started here unless running; its health is probed before the check and
+# after every step that may kill GPU processes, and a faulted server is restarted (docs/gpu.md)
+# shellcheck source=scripts/mps.sh
+source "$root/scripts/mps.sh"
+export MPS_LOG="$out/mps.log"
+mps_start && mps_recover "before the GPU check"
 
 bash "$root/scripts/gpu-check.sh" "$@"
 check_rc=$?
 
-if [ "$started_mps" = 1 ]; then
-  echo quit | nvidia-cuda-mps-control && say "stopped the MPS control daemon"
+# Optional: ranks started without a launcher, one killed mid-run (scripts/gpu-kill-rank.sh)
+kill_rc=0
+if [ "${GPU_KILL_RANK:-0}" = 1 ]; then
+  mps_between "before the kill-a-rank check"
+  bash "$root/scripts/gpu-kill-rank.sh"
+  kill_rc=$?
+  say "kill-a-rank check exit status: $kill_rc"
+  echo "kill-a-rank check: exit status $kill_rc (kill-rank.json)" >> "$out/summary.txt"
 fi
+mps_between "at the end" || echo "mps: the server was left faulted (mps.log)" >> "$out/summary.txt"
+mps_stop
+
 if [ "$build_rc" -ne 0 ]; then
   say "GPU check status $check_rc, but the NVSHMEM bridge did not build: failing"
   exit 5
+fi
+if [ "$check_rc" -eq 0 ] && [ "$kill_rc" -ne 0 ]; then
+  exit 7
 fi
 exit "$check_rc"

@@ -1,7 +1,6 @@
 package org.moecomm.core.gpu;
 
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.Map;
 import java.util.Objects;
 import java.util.WeakHashMap;
@@ -113,13 +112,19 @@ public final class GpuBackend implements AutoCloseable {
     private final int worldSize;
     private final int device;
     private final SymmetricAccounting accounting;
-    private final AtomicInteger failures = new AtomicInteger();
+    private final Bootstrap bootstrap;
+    /** Whether close() may finalise collectively: not after any failure of a handle made here. */
+    private final Teardown teardown = new Teardown();
+    /** The longest wait timeout of the handles made here (sizes the bound of the collective finalisation). */
+    private Duration longestWait = Duration.ZERO;
     /** The transport of each handle made here, for {@link #deviceTiming} (weak: a dropped handle is forgotten). */
     private final Map<MoeAllToAll, GpuTransport> transports = new WeakHashMap<>();
     private boolean closed;
 
-    private GpuBackend(CudaContext context, int rank, int worldSize, int device, SymmetricAccounting accounting) {
+    private GpuBackend(CudaContext context, int rank, int worldSize, int device, SymmetricAccounting accounting,
+                       Bootstrap bootstrap) {
         this.context = context;
+        this.bootstrap = bootstrap;
         this.rank = rank;
         this.worldSize = worldSize;
         this.device = device;
@@ -167,7 +172,7 @@ public final class GpuBackend implements AutoCloseable {
             Nvshmem.setDevice(device);
             SymmetricAccounting accounting = sizeHeap(options.symmetricBytes(), env, ctx, place);
             int[] pe = init(mode, place, options.bootstrapTimeout());
-            GpuBackend b = new GpuBackend(ctx, pe[0], pe[1], device, accounting);
+            GpuBackend b = new GpuBackend(ctx, pe[0], pe[1], device, accounting, mode);
             LOG.info("rank {} of {}: NVSHMEM {} ({} bootstrap, {}), device {} ({}), symmetric heap {} ({})", pe[0],
                     pe[1], Nvshmem.initStatus(), mode, place.source(), device, ctx.deviceName(),
                     SymmetricMemory.mib(accounting.heapBytes()),
@@ -414,7 +419,7 @@ public final class GpuBackend implements AutoCloseable {
             transport = new GpuTransport(exec, accounting);
             memory = new GpuDeviceMemory(exec);
             runner = new CheckedKernelRunner(exec);
-            return new GpuEndpoint(exec, transport, memory, runner, failures::decrementAndGet);
+            return new GpuEndpoint(exec, transport, memory, runner, teardown::noteRecovered);
         } catch (RuntimeException | Error e) {
             closeQuietly(e, transport, runner, memory, exec);
             throw e;
@@ -426,6 +431,9 @@ public final class GpuBackend implements AutoCloseable {
         if (waitTimeout.isNegative() || waitTimeout.isZero()) {
             throw new IllegalArgumentException("wait timeout must be positive, got " + waitTimeout);
         }
+        if (waitTimeout.compareTo(longestWait) > 0) {
+            longestWait = waitTimeout;
+        }
         context.bind();
         CudaStream stream = context.createStream();
         ErrorBuffer errors;
@@ -435,7 +443,7 @@ public final class GpuBackend implements AutoCloseable {
             stream.close();
             throw e;
         }
-        return new GpuExecution(context, stream, errors, rank, waitTimeout.toNanos(), failures::incrementAndGet);
+        return new GpuExecution(context, stream, errors, rank, waitTimeout.toNanos(), teardown::noteFailure);
     }
 
     private static void closeAll(AutoCloseable... all) throws Exception {
@@ -476,12 +484,32 @@ public final class GpuBackend implements AutoCloseable {
 
     /** True once any handle of this process recorded a failure (then {@link #close()} skips the collective finalisation). */
     public boolean failed() {
-        return failures.get() > 0;
+        return !teardown.collectiveAllowed();
+    }
+
+    /**
+     * How long {@link #close()} waits for {@code nvshmem_finalize} when no failure was seen: the
+     * system property {@code moecomm.gpu.finalizeTimeoutSeconds}, else twice the longest wait
+     * timeout of this backend's handles, at least 60 s (ranks may reach their close some time apart).
+     */
+    Duration finalizeBound() {
+        String p = System.getProperty("moecomm.gpu.finalizeTimeoutSeconds");
+        if (p != null && !p.isBlank()) {
+            return Duration.ofSeconds(Long.parseLong(p.strip()));
+        }
+        Duration twice = longestWait.multipliedBy(2);
+        return twice.compareTo(Duration.ofSeconds(60)) > 0 ? twice : Duration.ofSeconds(60);
     }
 
     /**
      * Finalises NVSHMEM (collective: every rank closes its handles, then the backend). After a
-     * failure the collective finalisation is skipped, since a peer may be gone; the process should exit.
+     * failure of any handle made here (a timeout, a peer's abort, an abort raised here, a failed
+     * CUDA call) the collective finalisation is skipped, since a peer may be gone: the symmetric
+     * heap, NVSHMEM's own state and its proxy thread stay until the process exits, and the process
+     * should exit (docs/contract.md). Without a failure, {@code nvshmem_finalize} runs bounded
+     * ({@link #finalizeBound()}; on a thread of its own, except under NVSHMEM's PMI/MPI bootstrap):
+     * a peer that died after its last call would hold it forever, so past the bound close() logs
+     * an error and returns, leaving it running.
      */
     @Override
     public synchronized void close() {
@@ -489,12 +517,28 @@ public final class GpuBackend implements AutoCloseable {
             return;
         }
         closed = true;
+        boolean releaseContext = true;
         try {
             context.bind();
             if (failed()) {
-                LOG.warn("rank {}: a GPU operation failed; skipping the collective nvshmem_finalize", rank);
-            } else if (Nvshmem.isInitialized()) {
+                LOG.warn("rank {}: skipping the collective nvshmem_finalize after a failure ({}); the symmetric heap"
+                        + " and NVSHMEM's state are left to the process's exit", rank, teardown.reason());
+            } else if (Nvshmem.isInitialized() && bootstrap == Bootstrap.NVSHMEM) {
+                // PMI/MPI bootstrap: an MPI library may require its finalisation on this thread;
+                // the cluster's launcher supervises the job
                 Nvshmem.finalizeNvshmem();
+            } else if (Nvshmem.isInitialized()) {
+                Duration bound = finalizeBound();
+                boolean done = Teardown.runBounded(() -> {
+                    context.bind();
+                    Nvshmem.finalizeNvshmem();
+                }, bound, "moecomm-nvshmem-finalize-rank-" + rank);
+                if (!done) {
+                    // the finalising thread may still use the context: leave it to the exit too
+                    releaseContext = false;
+                    LOG.error("rank {}: nvshmem_finalize did not return within {} s (a peer is gone or never"
+                            + " closed); returning without it: the process should exit", rank, bound.toSeconds());
+                }
             }
         } finally {
             synchronized (GpuBackend.class) {
@@ -502,7 +546,9 @@ public final class GpuBackend implements AutoCloseable {
                     started = null;
                 }
             }
-            context.close();
+            if (releaseContext) {
+                context.close();
+            }
         }
     }
 

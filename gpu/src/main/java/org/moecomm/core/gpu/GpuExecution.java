@@ -3,6 +3,7 @@ package org.moecomm.core.gpu;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaException;
 import org.moecomm.bridge.cuda.CudaStream;
@@ -33,17 +34,22 @@ final class GpuExecution implements AutoCloseable {
     private final ErrorBuffer errors;
     private final int rank;
     private final long timeoutNanos;
-    private final Runnable onFailure;
+    private final Consumer<String> onFailure;
     private final String[] names = new String[NAME_SLOTS];
     private final int[] nameTags = new int[NAME_SLOTS];
     private int nextTag = 1;
     private DeviceError failure;
     private String failureName;
+    private boolean cudaFailureNoted;
     private boolean closed;
 
-    /** {@code onFailure} runs once, when a recorded failure is first seen (the backend then skips collective teardown). */
+    /**
+     * {@code onFailure} is told, with a reason, when a recorded failure is first seen, when this
+     * rank raises an abort and when a CUDA call on the stream fails (the backend then skips the
+     * collective teardown: {@link Teardown}).
+     */
     GpuExecution(CudaContext context, CudaStream stream, ErrorBuffer errors, int rank, long timeoutNanos,
-                 Runnable onFailure) {
+                 Consumer<String> onFailure) {
         this.context = context;
         this.stream = stream;
         this.errors = errors;
@@ -134,9 +140,7 @@ final class GpuExecution implements AutoCloseable {
             }
             failure = e.get();
             failureName = nameOf(failure.tag());
-            if (onFailure != null) {
-                onFailure.run();
-            }
+            noteFailure("rank " + rank + ": " + failure.kind() + " in " + failureName);
         }
         return failure;
     }
@@ -157,8 +161,21 @@ final class GpuExecution implements AutoCloseable {
 
     /** This rank raised an abort: its backend skips the collective teardown, as after a recorded failure. */
     void noteAbortRaised() {
+        noteFailure("rank " + rank + " raised its abort word");
+    }
+
+    /** A failure the device did not record (a failed CUDA or NVSHMEM call): no collective teardown either. */
+    void noteFailure(String why) {
         if (onFailure != null) {
-            onFailure.run();
+            onFailure.accept(why);
+        }
+    }
+
+    /** A CUDA call on this stream failed: the context may be unusable, a peer may be gone (once per execution). */
+    private void noteCudaFailure(CudaException e) {
+        if (!cudaFailureNoted) {
+            cudaFailureNoted = true;
+            noteFailure("rank " + rank + ": " + e.getMessage());
         }
     }
 
@@ -190,6 +207,7 @@ final class GpuExecution implements AutoCloseable {
         try {
             stream.synchronize();
         } catch (CudaException e) {
+            noteCudaFailure(e);
             Optional<RuntimeException> recorded = failure();
             if (recorded.isPresent()) {
                 recorded.get().addSuppressed(e);
@@ -229,7 +247,12 @@ final class GpuExecution implements AutoCloseable {
         CloseFailures failures = new CloseFailures();
         failures.run(() -> {
             context.bind();
-            stream.synchronize();
+            try {
+                stream.synchronize();
+            } catch (CudaException e) {
+                noteCudaFailure(e);
+                throw e;
+            }
         });
         failures.run(() -> stream.close());
         failures.run(() -> errors.close());

@@ -236,6 +236,9 @@ public final class GpuTransport implements Transport {
             }
         } catch (RuntimeException e) {
             failed = true;
+            // whatever failed here (a CUDA call, the barrier's launch), the backend must not
+            // finalise collectively either
+            exec.noteFailure("rank " + rank + ": closing the transport failed: " + e.getMessage());
             LOG.warn("rank {}: closing a failed transport: {} symmetric buffers are left to nvshmem_finalize ({})",
                     rank, owned.size(), e.getMessage());
         }

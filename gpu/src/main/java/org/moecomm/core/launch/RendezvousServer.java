@@ -11,7 +11,12 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
@@ -27,6 +32,13 @@ import java.util.concurrent.TimeUnit;
  * <p>Protocol, one request per line, UTF-8: {@code <token> PUT <key> <hex>} answers {@code OK};
  * {@code <token> GET <key> <timeoutMillis>} answers {@code VAL <hex>} once the key is there, or
  * {@code ERR timeout}. Anything else answers {@code ERR ...} and closes the connection.
+ *
+ * <p>A launcher other than {@link LocalLauncher} (a script, a job system) runs it as a process of
+ * its own: {@code java -cp CLASSPATH org.moecomm.core.launch.RendezvousServer --env-file FILE
+ * [--max-seconds N]} writes {@code MOECOMM_RENDEZVOUS=...} and {@code MOECOMM_RENDEZVOUS_TOKEN=...}
+ * (two lines, a file only its owner can read, complete once it exists) for the ranks'
+ * environment, and serves until killed or for N seconds (default 3600), so that a forgotten
+ * server ends by itself.
  */
 public final class RendezvousServer implements AutoCloseable {
     private static final int MAX_LINE = 1 << 20;
@@ -192,5 +204,47 @@ public final class RendezvousServer implements AutoCloseable {
             values.notifyAll();
         }
         connections.shutdownNow();
+    }
+
+    /**
+     * The standalone server (see the class comment): writes the two variables into {@code envFile}
+     * and serves for {@code life}, or until interrupted.
+     */
+    public static void serve(Path envFile, Duration life) throws IOException, InterruptedException {
+        try (RendezvousServer server = start()) {
+            String text = LaunchEnv.RENDEZVOUS + "=" + server.address() + "\n" + LaunchEnv.RENDEZVOUS_TOKEN + "="
+                    + server.token() + "\n";
+            Path dir = envFile.toAbsolutePath().getParent();
+            Path tmp = Files.createTempFile(dir, ".rendezvous", ".tmp",
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Files.writeString(tmp, text, StandardCharsets.UTF_8);
+            // renamed into place: a reader never sees half a file
+            Files.move(tmp, envFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Thread.sleep(life.toMillis());
+        }
+    }
+
+    /** {@code RendezvousServer --env-file FILE [--max-seconds N]}; exit status 2 for bad arguments. */
+    public static void main(String[] args) throws Exception {
+        Path envFile = null;
+        long seconds = 3600;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--env-file" -> envFile = Path.of(args[++i]);
+                    case "--max-seconds" -> seconds = Long.parseLong(args[++i]);
+                    default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+                }
+            }
+            if (envFile == null || seconds < 1) {
+                throw new IllegalArgumentException("--env-file FILE is required, --max-seconds must be positive");
+            }
+        } catch (RuntimeException e) {
+            System.err.println("RendezvousServer: " + e.getMessage()
+                    + "\nusage: RendezvousServer --env-file FILE [--max-seconds N]");
+            System.exit(2);
+            return;
+        }
+        serve(envFile, Duration.ofSeconds(seconds));
     }
 }

@@ -4,11 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.moecomm.core.launch.LaunchEnv;
 import org.moecomm.core.launch.LaunchException;
 import org.moecomm.core.launch.Rendezvous;
 import org.moecomm.core.launch.RendezvousServer;
@@ -57,5 +65,42 @@ class RendezvousTest {
     void onlyLoopbackAddressesAreAccepted() {
         assertThrows(IllegalArgumentException.class, () -> new Rendezvous("192.0.2.1:1234", "t"));
         assertThrows(IllegalArgumentException.class, () -> new Rendezvous("nocolon", "t"));
+    }
+
+    @Test
+    void theStandaloneServerWritesTheRanksVariablesAndServes(@TempDir Path dir) throws Exception {
+        Path env = dir.resolve("rendezvous.env");
+        Thread server = new Thread(() -> {
+            try {
+                RendezvousServer.serve(env, Duration.ofSeconds(30));
+            } catch (InterruptedException e) {
+                // stopped by the test
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        server.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (!Files.exists(env) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertTrue(Files.exists(env), "no env file written");
+            assertTrue(Files.getPosixFilePermissions(env).equals(
+                    java.util.Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)),
+                    "the token is readable by others: " + Files.getPosixFilePermissions(env));
+            Map<String, String> vars = new HashMap<>();
+            List<String> lines = Files.readAllLines(env);
+            for (String l : lines) {
+                vars.put(l.substring(0, l.indexOf('=')), l.substring(l.indexOf('=') + 1));
+            }
+            Rendezvous r = Rendezvous.fromEnvironment(vars);
+            assertTrue(vars.containsKey(LaunchEnv.RENDEZVOUS_TOKEN), lines.toString());
+            r.put("k", new byte[] {1, 2, 3});
+            assertArrayEquals(new byte[] {1, 2, 3}, Rendezvous.fromEnvironment(vars).get("k", Duration.ofSeconds(5)));
+        } finally {
+            server.interrupt();
+            server.join(10_000);
+        }
     }
 }

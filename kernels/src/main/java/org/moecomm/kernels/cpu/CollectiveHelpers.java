@@ -26,9 +26,8 @@ import org.moecomm.kernels.api.Buf;
  * API for kernels.
  */
 public final class CollectiveHelpers {
-    /** Ledger kinds: calls of different helpers never match each other. */
+    /** The ledger's kind of call of copyPieces. */
     private static final int COPY_PIECES = 1;
-    private static final int REDUCE_SLICE = 2;
 
     private CollectiveHelpers() {
     }
@@ -44,24 +43,6 @@ public final class CollectiveHelpers {
         @Override
         public int hashCode() {
             return Long.hashCode(dstPiece * 31 + srcPiece) * 31 + pieces;
-        }
-    }
-
-    /** The arguments of a reduceSlice call, less the thread's own offset. */
-    private record Reduction(int token, int firstQuadOfBlock, int step, Buf combineRecv, Buf pairLocation, Buf weights,
-                             Buf out, int hidden, int topK, int yDtype, int outDtype) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Reduction r && token == r.token && firstQuadOfBlock == r.firstQuadOfBlock
-                    && step == r.step && hidden == r.hidden && topK == r.topK && yDtype == r.yDtype
-                    && outDtype == r.outDtype && sameMemory(combineRecv, r.combineRecv)
-                    && sameMemory(pairLocation, r.pairLocation) && sameMemory(weights, r.weights)
-                    && sameMemory(out, r.out);
-        }
-
-        @Override
-        public int hashCode() {
-            return (token * 31 + firstQuadOfBlock) * 31 + step;
         }
     }
 
@@ -102,25 +83,15 @@ public final class CollectiveHelpers {
 
     /**
      * {@code MoeKernels.reduceSlice(t, firstQuad, step, combineRecv, pairLocation, weights, out,
-     * hidden, topK, yDtype, outDtype)}: thread {@code tid} of a block sums token {@code t}'s quads
-     * {@code firstQuad, firstQuad + step, ...}, where {@code firstQuad - tid} is the same for the
-     * whole block (the block's threads take consecutive quads). The block's first thread to arrive
-     * sums the quads of all of them ({@link RowReduction}).
+     * hidden, topK, yDtype, outDtype)}: the calling thread's quads {@code firstQuad, firstQuad +
+     * step, ...} of token {@code t}, each pair's location and weight loaded once for all of them
+     * ({@link RowReduction}). Not collective: a thread's quads are its own, whatever the others
+     * take (a block-wide version, its first thread summing the block's quads, measured no faster:
+     * the other threads' check-ins cost what their few quads cost).
      */
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf out, int hidden, int topK, int yDtype, int outDtype) {
-        LoopBlock block = LoopBlock.running();
-        int tid = block == null ? -1 : block.runningThread();
-        int blockFirst = firstQuad - tid;
-        if (tid < 0 || step < 1 || blockFirst < 0) {
-            RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
-                    outDtype);
-            return;
-        }
-        if (block.ledger().arrive(REDUCE_SLICE, 0, block.threads, tid, new Reduction(t, blockFirst, step, combineRecv,
-                pairLocation, weights, out, hidden, topK, yDtype, outDtype))) {
-            RowReduction.reduce(t, blockFirst, step, block.threads, combineRecv, pairLocation, weights, out, hidden,
-                    topK, yDtype, outDtype);
-        }
+        RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
+                outDtype);
     }
 }

@@ -1,9 +1,7 @@
 package org.moecomm.kernels.cpu;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The collective calls ({@link CollectiveHelpers}) that the threads of one loop block made since
@@ -17,40 +15,52 @@ import java.util.Map;
  * <p>Not thread-safe: one pool thread at a time runs a loop block.
  */
 final class CollectiveLedger {
-    /** The calls of one team (its first thread, its width, the kind of call) in order, and each member's next. */
+    /** The calls of one team (its kind of call, first thread and width) in order, and each member's next. */
     private static final class Team {
+        final int kind;
+        final int firstThread;
+        final int width;
         final List<Object> calls = new ArrayList<>();
         final int[] next;
 
-        Team(int width) {
-            next = new int[width];
+        Team(int kind, int firstThread, int width) {
+            this.kind = kind;
+            this.firstThread = firstThread;
+            this.width = width;
+            this.next = new int[width];
         }
     }
 
-    private record Key(int kind, int firstThread, int width) {
-    }
+    /**
+     * Teams by first thread: {@code byFirst[firstThread]} is the last team seen that starts there
+     * (a block's teams of one stretch rarely share a first thread; those that do are in {@link #all}
+     * too and found there). Indexed, since members arrive once per row or token.
+     */
+    private final Team[] byFirst;
+    /** Every team of the stretch, for {@link #close}. */
+    private final List<Team> all = new ArrayList<>();
 
-    private final Map<Key, Team> teams = new HashMap<>();
-    private Key lastKey;
-    private Team lastTeam;
+    CollectiveLedger(int threads) {
+        byFirst = new Team[threads];
+    }
 
     /**
      * Member {@code member} (0 to {@code width - 1}) of the team of {@code width} threads from
-     * thread {@code firstThread} makes its next call of {@code kind}, with arguments {@code call}
-     * (compared with {@code equals}). Returns true when it is the team's first member to make that
-     * call: it then does the work of the whole team.
+     * thread {@code firstThread} (the team lies in the block) makes its next call of {@code kind},
+     * with arguments {@code call} (compared with {@code equals}). Returns true when it is the
+     * team's first member to make that call: it then does the work of the whole team.
      *
      * @throws IllegalStateException if an earlier member made a different call in that place
      */
     boolean arrive(int kind, int firstThread, int width, int member, Object call) {
-        Team team = team(new Key(kind, firstThread, width));
+        Team team = team(kind, firstThread, width);
         int index = team.next[member]++;
         if (index == team.calls.size()) {
             team.calls.add(call);
             return true;
         }
         Object first = team.calls.get(index);
-        if (!first.equals(call)) {
+        if (first != call && !first.equals(call)) {
             throw new IllegalStateException("member " + member + " of the team of " + width + " threads from thread "
                     + firstThread + " calls " + call + " where an earlier member called " + first
                     + ": every member of a team must make the same collective calls in the same order");
@@ -58,14 +68,21 @@ final class CollectiveLedger {
         return false;
     }
 
-    private Team team(Key key) {
-        if (key.equals(lastKey)) {
-            return lastTeam;
+    private Team team(int kind, int firstThread, int width) {
+        Team t = byFirst[firstThread];
+        if (t != null && t.kind == kind && t.width == width) {
+            return t;
         }
-        Team team = teams.computeIfAbsent(key, k -> new Team(k.width()));
-        lastKey = key;
-        lastTeam = team;
-        return team;
+        for (Team other : all) {
+            if (other.kind == kind && other.firstThread == firstThread && other.width == width) {
+                byFirst[firstThread] = other;
+                return other;
+            }
+        }
+        t = new Team(kind, firstThread, width);
+        all.add(t);
+        byFirst[firstThread] = t;
+        return t;
     }
 
     /**
@@ -75,17 +92,15 @@ final class CollectiveLedger {
      * @throws IllegalStateException naming a member that missed a call
      */
     void close() {
-        if (teams.isEmpty()) {
+        if (all.isEmpty()) {
             return;
         }
         try {
-            for (Map.Entry<Key, Team> e : teams.entrySet()) {
-                Team team = e.getValue();
-                for (int m = 0; m < team.next.length; m++) {
+            for (Team team : all) {
+                for (int m = 0; m < team.width; m++) {
                     if (team.next[m] != team.calls.size()) {
-                        Key k = e.getKey();
-                        throw new IllegalStateException("member " + m + " (thread " + (k.firstThread() + m)
-                                + ") of the team of " + k.width() + " threads from thread " + k.firstThread()
+                        throw new IllegalStateException("member " + m + " (thread " + (team.firstThread + m)
+                                + ") of the team of " + team.width + " threads from thread " + team.firstThread
                                 + " made " + team.next[m] + " of its team's " + team.calls.size() + " calls of "
                                 + team.calls.getFirst() + " before a barrier: every member of a team must make"
                                 + " every collective call");
@@ -93,9 +108,10 @@ final class CollectiveLedger {
                 }
             }
         } finally {
-            teams.clear();
-            lastKey = null;
-            lastTeam = null;
+            for (Team team : all) {
+                byFirst[team.firstThread] = null;
+            }
+            all.clear();
         }
     }
 }

@@ -15,7 +15,7 @@ final class LoopBlock extends Block {
     private static final byte RUNNABLE = 0;
     private static final byte AT_BARRIER = 1;
     private static final byte DONE = 2;
-    /** The loop block that this thread runs, for {@link CollectiveHelpers}. */
+    /** The loop block that this thread (not one of the pool's) runs, for {@link CollectiveHelpers}. */
     private static final ThreadLocal<LoopBlock> RUNNING = new ThreadLocal<>();
 
     private final LoopLaunch launch;
@@ -29,7 +29,7 @@ final class LoopBlock extends Block {
     /** The thread that {@code sweep} runs: the one that failed when it throws. */
     private final int[] current = new int[1];
     /** The collective calls of the threads since the block's last barrier. */
-    private final CollectiveLedger ledger = new CollectiveLedger();
+    private final CollectiveLedger ledger;
     private int done;
     /** Times in a row {@link #advance()} returned without the block finishing. */
     int stalls;
@@ -46,6 +46,7 @@ final class LoopBlock extends Block {
         this.resume = new int[threads];
         this.before = new int[threads];
         this.status = new byte[threads];
+        this.ledger = new CollectiveLedger(threads);
     }
 
     /**
@@ -53,6 +54,15 @@ final class LoopBlock extends Block {
      * unfinished thread waits for a signal that has not come (false: call again later).
      */
     boolean advance() {
+        if (Thread.currentThread() instanceof BlockPool.Worker w) {
+            LoopBlock outer = w.running;
+            w.running = this;
+            try {
+                return sweepUntilStalled();
+            } finally {
+                w.running = outer;
+            }
+        }
         LoopBlock outer = RUNNING.get();
         RUNNING.set(this);
         try {
@@ -126,7 +136,7 @@ final class LoopBlock extends Block {
 
     /** The loop block whose threads this thread runs now, or {@code null}. */
     static LoopBlock running() {
-        return RUNNING.get();
+        return Thread.currentThread() instanceof BlockPool.Worker w ? w.running : RUNNING.get();
     }
 
     /** The kernel thread that {@code sweep} runs now (valid while {@link #running()} is this block). */

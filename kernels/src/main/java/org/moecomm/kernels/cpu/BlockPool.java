@@ -39,7 +39,10 @@ final class BlockPool {
     }
 
     /** A thread of the pool (or its timer). */
-    private static final class Worker extends Thread {
+    static final class Worker extends Thread {
+        /** The loop block this thread runs now ({@link LoopBlock#running}): a field, cheaper than a thread local. */
+        LoopBlock running;
+
         Worker(Runnable r, String name) {
             super(r, name);
         }

@@ -15,6 +15,8 @@ final class LoopBlock extends Block {
     private static final byte RUNNABLE = 0;
     private static final byte AT_BARRIER = 1;
     private static final byte DONE = 2;
+    /** The loop block that this thread (not one of the pool's) runs, for {@link CollectiveHelpers}. */
+    private static final ThreadLocal<LoopBlock> RUNNING = new ThreadLocal<>();
 
     private final LoopLaunch launch;
     private final boolean[] waits;
@@ -26,6 +28,8 @@ final class LoopBlock extends Block {
     private final byte[] status;
     /** The thread that {@code sweep} runs: the one that failed when it throws. */
     private final int[] current = new int[1];
+    /** The collective calls of the threads since the block's last barrier. */
+    private final CollectiveLedger ledger;
     private int done;
     /** Times in a row {@link #advance()} returned without the block finishing. */
     int stalls;
@@ -42,6 +46,7 @@ final class LoopBlock extends Block {
         this.resume = new int[threads];
         this.before = new int[threads];
         this.status = new byte[threads];
+        this.ledger = new CollectiveLedger(threads);
     }
 
     /**
@@ -49,6 +54,25 @@ final class LoopBlock extends Block {
      * unfinished thread waits for a signal that has not come (false: call again later).
      */
     boolean advance() {
+        if (Thread.currentThread() instanceof BlockPool.Worker w) {
+            LoopBlock outer = w.running;
+            w.running = this;
+            try {
+                return sweepUntilStalled();
+            } finally {
+                w.running = outer;
+            }
+        }
+        LoopBlock outer = RUNNING.get();
+        RUNNING.set(this);
+        try {
+            return sweepUntilStalled();
+        } finally {
+            RUNNING.set(outer);
+        }
+    }
+
+    private boolean sweepUntilStalled() {
         while (!launch.failed()) {
             System.arraycopy(resume, 0, before, 0, threads);
             try {
@@ -79,6 +103,7 @@ final class LoopBlock extends Block {
             }
             if (!waiting) {
                 if (done == threads) {
+                    closeLedger();
                     return true;
                 }
                 if (done > 0) {
@@ -87,12 +112,40 @@ final class LoopBlock extends Block {
                             + " a block must reach the same barriers"));
                     return true;
                 }
+                if (!closeLedger()) {
+                    return true;
+                }
                 Arrays.fill(status, RUNNABLE); // every thread is at a barrier: all pass it
             } else if (!progress) {
                 return false;
             }
         }
         return true;
+    }
+
+    /** Checks the collective calls of the stretch that ends here; false when that failed the launch. */
+    private boolean closeLedger() {
+        try {
+            ledger.close();
+            return true;
+        } catch (IllegalStateException e) {
+            launch.fail(this, -1, e);
+            return false;
+        }
+    }
+
+    /** The loop block whose threads this thread runs now, or {@code null}. */
+    static LoopBlock running() {
+        return Thread.currentThread() instanceof BlockPool.Worker w ? w.running : RUNNING.get();
+    }
+
+    /** The kernel thread that {@code sweep} runs now (valid while {@link #running()} is this block). */
+    int runningThread() {
+        return current[0];
+    }
+
+    CollectiveLedger ledger() {
+        return ledger;
     }
 
     private int firstDone() {

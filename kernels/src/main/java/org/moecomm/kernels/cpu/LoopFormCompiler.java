@@ -54,6 +54,7 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -107,6 +108,13 @@ final class LoopFormCompiler {
     private final ClassLoader loader;
     private final Map<String, Optional<ClassModel>> classes = new HashMap<>();
     private final Map<String, Boolean> reaches = new HashMap<>();
+    /** Helpers the loop form calls its own copies of (they reach a {@link Substitutions} entry): by key, in order. */
+    private final Map<String, HelperCopy> copies = new LinkedHashMap<>();
+    private final Map<String, Boolean> copyable = new HashMap<>();
+
+    /** A helper's copy in the loop form's class, which calls CPU versions where the helper calls substituted ones. */
+    private record HelperCopy(String name, MethodModel helper) {
+    }
 
     private LoopFormCompiler(Class<?> host) {
         this.host = host;
@@ -161,6 +169,11 @@ final class LoopFormCompiler {
             }
             c.withMethodBody(SweepMethod.NAME, SweepMethod.type(), ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
                     b -> SweepMethod.emit(b, name, runType));
+            // every copy was registered, with the copies it calls, when the first pass met its call
+            for (HelperCopy h : copies.values()) {
+                c.withMethodBody(h.name(), h.helper().methodTypeSymbol(), ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
+                        b -> emitCopy(b, h.helper(), name));
+            }
         });
         int length = codeLength(cf.parse(bytes));
         if (length > HUGE_METHOD_BYTES) {
@@ -426,8 +439,16 @@ final class LoopFormCompiler {
                 return;
             }
             MethodModel m = callee.get();
+            if (Substitutions.of(owner, name, type.descriptorString(), m).isPresent()) {
+                cb.invokestatic(Substitutions.CD_HELPERS, name, type);
+                return;
+            }
             if (!reachesSplitPoint(m) && accessible(m)) {
-                cb.with(i);
+                if (copyable(m)) {
+                    cb.invokestatic(loopForm, copyOf(m), type);
+                } else {
+                    cb.with(i);
+                }
                 return;
             }
             String key = describe(m) + m.methodType().stringValue();
@@ -750,6 +771,121 @@ final class LoopFormCompiler {
 
     private static int width(VerificationTypeInfo t) {
         return t == SimpleVerificationTypeInfo.LONG || t == SimpleVerificationTypeInfo.DOUBLE ? 2 : 1;
+    }
+
+    // ---- helpers that reach a substitution: copies in the loop form's class ----
+
+    /**
+     * Whether the loop form calls a copy of helper {@code m} (which reaches no split point): it
+     * calls a substituted helper, itself or through helpers it calls, and the loop form's class may
+     * make every call and field access its code makes (it is not in the helper's class).
+     */
+    private boolean copyable(MethodModel m) {
+        String key = describe(m) + m.methodType().stringValue();
+        Boolean known = copyable.get(key);
+        if (known != null) {
+            return known;
+        }
+        copyable.put(key, false); // recursion: decided by the other calls
+        boolean substitutes = false;
+        boolean can = m.code().isPresent() && m.code().get().exceptionHandlers().isEmpty()
+                && (m.flags().flagsMask() & ClassFile.ACC_STATIC) != 0;
+        for (CodeElement e : can ? m.code().get().elementList() : List.<CodeElement>of()) {
+            if (e instanceof InvokeInstruction i) {
+                String owner = i.owner().asInternalName();
+                Optional<MethodModel> callee = findMethod(owner, i.name().stringValue(), i.typeSymbol());
+                if (i.opcode() == Opcode.INVOKESTATIC && callee.isPresent() && Substitutions.of(owner,
+                        i.name().stringValue(), i.typeSymbol().descriptorString(), callee.get()).isPresent()) {
+                    substitutes = true;
+                } else if (i.opcode() == Opcode.INVOKESTATIC && callee.isPresent() && copyable(callee.get())) {
+                    substitutes = true;
+                } else if (callee.isPresent() ? !accessible(callee.get()) : !publicMember(owner)) {
+                    can = false;
+                }
+            } else if (e instanceof FieldInstruction f) {
+                try {
+                    checkField(m, f);
+                } catch (Unsupported u) {
+                    can = false;
+                }
+            } else if (e instanceof InvokeDynamicInstruction || e instanceof DiscontinuedInstruction) {
+                can = false;
+            }
+        }
+        boolean result = can && substitutes;
+        copyable.put(key, result);
+        return result;
+    }
+
+    /** A class whose bytecode cannot be read (the JDK's): the kernels call only its public members. */
+    private boolean publicMember(String owner) {
+        try {
+            return Modifier.isPublic(Class.forName(owner.replace('/', '.'), false, loader).getModifiers());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    /** The name of {@code m}'s copy (a {@link #copyable} helper), registered on first use. */
+    private String copyOf(MethodModel m) {
+        String key = describe(m) + m.methodType().stringValue();
+        HelperCopy h = copies.get(key);
+        if (h == null) {
+            h = new HelperCopy("cpu$" + m.methodName().stringValue() + "$" + copies.size(), m);
+            copies.put(key, h);
+            // the copies it calls, so that all are known before the class is built
+            for (CodeElement e : m.code().orElseThrow().elementList()) {
+                if (e instanceof InvokeInstruction i && i.opcode() == Opcode.INVOKESTATIC) {
+                    findMethod(i.owner().asInternalName(), i.name().stringValue(), i.typeSymbol())
+                            .filter(c -> !isSubstituted(i, c) && copyable(c)).ifPresent(this::copyOf);
+                }
+            }
+        }
+        return h.name();
+    }
+
+    private static boolean isSubstituted(InvokeInstruction i, MethodModel callee) {
+        return Substitutions.of(i.owner().asInternalName(), i.name().stringValue(),
+                i.typeSymbol().descriptorString(), callee).isPresent();
+    }
+
+    /**
+     * The body of {@code m}'s copy: its code as it is (same locals), but for its calls of
+     * substituted helpers, which go to {@link CollectiveHelpers}, and of other copyable helpers,
+     * which go to their copies.
+     */
+    private void emitCopy(CodeBuilder b, MethodModel m, ClassDesc loopForm) {
+        Map<Label, Label> labels = new HashMap<>();
+        java.util.function.Function<Label, Label> re = l -> labels.computeIfAbsent(l, x -> b.newLabel());
+        for (CodeElement e : m.code().orElseThrow()) {
+            switch (e) {
+                case LabelTarget t -> b.labelBinding(re.apply(t.label()));
+                case LineNumber ln -> b.lineNumber(ln.line());
+                case LoadInstruction i -> b.loadLocal(i.typeKind(), i.slot());
+                case StoreInstruction i -> b.storeLocal(i.typeKind(), i.slot());
+                case IncrementInstruction i -> b.iinc(i.slot(), i.constant());
+                case BranchInstruction i -> b.branch(i.opcode(), re.apply(i.target()));
+                case TableSwitchInstruction i -> b.tableswitch(i.lowValue(), i.highValue(), re.apply(i.defaultTarget()),
+                        i.cases().stream().map(c -> SwitchCase.of(c.caseValue(), re.apply(c.target()))).toList());
+                case LookupSwitchInstruction i -> b.lookupswitch(re.apply(i.defaultTarget()),
+                        i.cases().stream().map(c -> SwitchCase.of(c.caseValue(), re.apply(c.target()))).toList());
+                case InvokeInstruction i when i.opcode() == Opcode.INVOKESTATIC -> {
+                    Optional<MethodModel> callee = findMethod(i.owner().asInternalName(), i.name().stringValue(),
+                            i.typeSymbol());
+                    if (callee.isPresent() && isSubstituted(i, callee.get())) {
+                        b.invokestatic(Substitutions.CD_HELPERS, i.name().stringValue(), i.typeSymbol());
+                    } else if (callee.isPresent() && copyable(callee.get())) {
+                        b.invokestatic(loopForm, copyOf(callee.get()), i.typeSymbol());
+                    } else {
+                        b.with(i);
+                    }
+                }
+                case Instruction i -> b.with(i);
+                default -> {
+                    // local variable tables and other debug information: not needed
+                }
+            }
+        }
     }
 
     // ---- class files and what the loop form may call ----

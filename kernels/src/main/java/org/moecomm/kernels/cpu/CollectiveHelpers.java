@@ -1,0 +1,97 @@
+package org.moecomm.kernels.cpu;
+
+import java.lang.foreign.MemorySegment;
+
+import org.moecomm.kernels.api.Buf;
+
+/**
+ * What the loop form of a kernel ({@link LoopFormCompiler}) calls in place of the library's
+ * team-collective helpers ({@link Substitutions} lists them). On a GPU each thread of a team does
+ * its share of such a helper (a 16-byte piece in every {@code width}, a quad in every
+ * {@code step}); in a loop block the threads run one after another, so the first member of the
+ * team to arrive does the whole team's work in one go (a row as one bulk copy, a token's sum with
+ * its pairs loaded once) and the others only check in with the block's {@link CollectiveLedger}.
+ * The bytes written are the same: the team's shares together are the whole work, each element
+ * computed as the helper computes it.
+ *
+ * <p>The contract that makes this exact is the helpers' own: every member of the team calls the
+ * helper with the same arguments (its lane aside) between the same two barriers, and nothing
+ * reads what the team writes before the next barrier but the members themselves. The ledger
+ * checks the first part and fails the launch when a member skips or changes a call. A call that
+ * does not describe a team (a lane outside the width, a team that does not fit in the block) does
+ * the caller's share alone, as the helper does. Failures differ in one way: an access out of
+ * bounds fails at the first member, before any byte of the row is written.
+ *
+ * <p>Public only because the loop forms are hidden classes in the kernels' own packages; not an
+ * API for kernels.
+ */
+public final class CollectiveHelpers {
+    /** The ledger's kind of call of copyPieces. */
+    private static final int COPY_PIECES = 1;
+
+    private CollectiveHelpers() {
+    }
+
+    /** The arguments of a copyPieces call, buffers compared by the memory they view. */
+    private record PieceCopy(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof PieceCopy c && dstPiece == c.dstPiece && srcPiece == c.srcPiece && pieces == c.pieces
+                    && sameMemory(dst, c.dst) && sameMemory(src, c.src);
+        }
+
+        @Override
+        public int hashCode() {
+            return Long.hashCode(dstPiece * 31 + srcPiece) * 31 + pieces;
+        }
+    }
+
+    /** Whether two buffers view the same bytes (a peer lookup may give a new Buf for the same memory). */
+    static boolean sameMemory(Buf a, Buf b) {
+        return a == b || a.segment().equals(b.segment()) && a.byteSize() == b.byteSize();
+    }
+
+    /**
+     * {@code MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width)}: a team of
+     * {@code width} threads copies {@code pieces} 16-byte pieces, lane {@code lane} those at
+     * {@code lane, lane + width, ...}. The team's first member copies all of them, as one
+     * {@link MemorySegment#copy}.
+     */
+    public static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+        LoopBlock block = LoopBlock.running();
+        int first = block == null ? -1 : block.runningThread() - lane;
+        if (width < 1 || lane < 0 || lane >= width || first < 0 || first + width > block.threads) {
+            copyLanePieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
+            return;
+        }
+        if (block.ledger().arrive(COPY_PIECES, first, width, lane, new PieceCopy(dst, dstPiece, src, srcPiece, pieces))
+                && pieces > 0) {
+            MemorySegment.copy(src.segment(), srcPiece << 4, dst.segment(), dstPiece << 4, (long) pieces << 4);
+        }
+    }
+
+    /** One lane's share of copyPieces, piece by piece: a call that describes no team. */
+    private static void copyLanePieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane,
+                                       int width) {
+        if (width < 1 && lane < pieces) {
+            throw new IllegalArgumentException("copyPieces with a team width of " + width + " never ends");
+        }
+        for (long i = lane; i < pieces; i += width) {
+            dst.copy16(dstPiece + i, src, srcPiece + i);
+        }
+    }
+
+    /**
+     * {@code MoeKernels.reduceSlice(t, firstQuad, step, combineRecv, pairLocation, weights, out,
+     * hidden, topK, yDtype, outDtype)}: the calling thread's quads {@code firstQuad, firstQuad +
+     * step, ...} of token {@code t}, each pair's location and weight loaded once for all of them
+     * ({@link RowReduction}). Not collective: a thread's quads are its own, whatever the others
+     * take (a block-wide version, its first thread summing the block's quads, measured no faster:
+     * the other threads' check-ins cost what their few quads cost).
+     */
+    public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
+                                   Buf out, int hidden, int topK, int yDtype, int outDtype) {
+        RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
+                outDtype);
+    }
+}

@@ -1,0 +1,62 @@
+package org.moecomm.kernels.moe;
+
+import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.KernelContext;
+
+/**
+ * Kernels that call MoeKernels' team-collective helpers the way the library's kernels do, with
+ * the team shape and dtypes as arguments, for comparing the CPU runner's substituted helpers
+ * (CollectiveHelpersTest) with the helpers themselves.
+ */
+public final class CollectiveCallKernels {
+    private CollectiveCallKernels() {
+    }
+
+    /**
+     * Teams of {@code width} threads copy {@code rows} rows of {@code pieces} 16-byte pieces, rows
+     * {@code r} of src to rows {@code rows - 1 - r} of dst, twice: before and after a barrier
+     * (the second time from dst to src's second half).
+     */
+    public static void teamCopy(KernelContext ctx, Buf dst, Buf src, int rows, int pieces, int width) {
+        int threads = ctx.localGroupSizeX();
+        int team = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - team * width;
+        int teams = threads / width;
+        for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
+            MoeKernels.copyPieces(dst, (long) (rows - 1 - r) * pieces, src, (long) r * pieces, pieces, lane, width);
+        }
+        ctx.localBarrier();
+        for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
+            MoeKernels.copyPieces(src, (long) (rows + r) * pieces, dst, (long) (rows - 1 - r) * pieces, pieces, lane,
+                    width);
+        }
+    }
+
+    /** Only lane 0 of each team calls copyPieces: it copies its own pieces, no more. */
+    public static void laneZeroCopy(KernelContext ctx, Buf dst, Buf src, int pieces, int width) {
+        int lane = ctx.localIdx() % width;
+        if (lane == 0) {
+            MoeKernels.copyPieces(dst, (long) ctx.localIdx() * pieces, src, (long) ctx.localIdx() * pieces, pieces,
+                    lane, width);
+        }
+    }
+
+    /** Like AllToAllKernels.combineRecv: block (x, y) reduces tokens x, x + X, ... and its share of their quads. */
+    public static void reduceTokens(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf out, int m,
+                                    int hidden, int topK, int yDtype, int outDtype) {
+        int threads = ctx.localGroupSizeX();
+        int firstQuad = ctx.groupIdy() * threads + ctx.localIdx();
+        int stepQuad = ctx.numGroupsY() * threads;
+        for (int t = ctx.groupIdx(); t < m; t += ctx.numGroupsX()) {
+            MoeKernels.reduceSlice(t, firstQuad, stepQuad, combineRecv, pairLocation, weights, out, hidden, topK,
+                    yDtype, outDtype);
+        }
+    }
+
+    /** One thread per quad-step: thread tid takes quads tid * 3, tid * 3 + step... (not a block's consecutive quads). */
+    public static void reduceStrided(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
+                                     int hidden, int topK, int yDtype, int outDtype) {
+        MoeKernels.reduceSlice(ctx.groupIdx(), ctx.localIdx() * 3, 3 * ctx.localGroupSizeX() + 1, combineRecv,
+                pairLocation, weights, out, hidden, topK, yDtype, outDtype);
+    }
+}

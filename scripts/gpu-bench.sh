@@ -27,6 +27,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/mps.sh
 source "$root/scripts/mps.sh"   # mps_between: a probe (and restart) between launches, when a caller started MPS
+# shellcheck source=scripts/bundle.sh
+source "$root/scripts/bundle.sh"
 carry="${GPU_CARRY:-$root/.gpu-carry}"
 
 if [ $# -ge 3 ]; then
@@ -39,13 +41,7 @@ else
   export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
   work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-gpu-bench.XXXXXX")
   trap 'rm -rf "$work"' EXIT
-  jre_archive=$(ls "$carry"/jre.tgz "$carry"/jre.txz 2>/dev/null | head -n1)
-  if [ -z "$jre_archive" ]; then
-    echo "no bundle at $carry: run scripts/make-gpu-bundle.sh on the development machine and carry .gpu-carry"
-    exit 2
-  fi
-  tar -C "$work" -xf "$jre_archive"
-  java="$work/jre/bin/java"
+  java=$(bundle_java "$carry" "$work") || exit 2
   classpath=$(ls "$carry"/lib/*.jar | paste -sd: -)
   results="${OUT:-$root/gpu-out}"
   java_opts=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m

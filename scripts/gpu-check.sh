@@ -52,6 +52,8 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAS
 section() { echo; echo "======== $* ========"; }
 # shellcheck source=scripts/mps.sh
 source "$root/scripts/mps.sh"
+# shellcheck source=scripts/bundle.sh
+source "$root/scripts/bundle.sh"
 
 section "machine"
 date -u +%Y-%m-%dT%H:%M:%SZ
@@ -66,15 +68,11 @@ echo "CUDA_HOME=${CUDA_HOME:-}  nvcc: $(command -v nvcc || echo none)"
 echo "NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
 
 section "bundle"
-jre_archive=$(ls "$carry"/jre.tgz "$carry"/jre.txz 2>/dev/null | head -n1)
-if [ -z "$jre_archive" ]; then
-  echo "no bundle at $carry: run scripts/make-gpu-bundle.sh on the development machine and carry .gpu-carry"
+if ! java=$(bundle_java "$carry" "$work"); then
   echo "FAILED: no bundle" > "$out/summary.txt"
   finish 3
 fi
 head -n 8 "$carry/BUNDLE.txt" 2>/dev/null || true
-tar -C "$work" -xf "$jre_archive"
-java="$work/jre/bin/java"
 "$java" -version 2>&1
 
 cp_entries=()

@@ -37,6 +37,8 @@ mkdir -p "$out"
 carry="${GPU_CARRY:-$root/.gpu-carry}"
 # shellcheck source=scripts/mps.sh
 source "$root/scripts/mps.sh"
+# shellcheck source=scripts/bundle.sh
+source "$root/scripts/bundle.sh"
 say() { echo "[gpu-kill-rank] $*"; }
 now_ms() { date +%s%3N; }
 
@@ -85,13 +87,7 @@ trap 'exit 143' TERM INT   # the EXIT trap then still kills what was started her
 if [ -n "${KILL_RANK_JAVA:-}" ]; then
   java=$KILL_RANK_JAVA
 else
-  jre_archive=$(ls "$carry"/jre.tgz "$carry"/jre.txz 2>/dev/null | head -n1)
-  if [ -z "$jre_archive" ]; then
-    echo "KILL-RANK FAIL: no bundle at $carry (scripts/make-gpu-bundle.sh, then carry .gpu-carry)"
-    exit 2
-  fi
-  tar -C "$work" -xf "$jre_archive"
-  java="$work/jre/bin/java"
+  java=$(bundle_java "$carry" "$work") || { echo "KILL-RANK FAIL: no bundle"; exit 2; }
 fi
 classpath=${KILL_RANK_CLASSPATH:-$(ls "$carry"/lib/*.jar 2>/dev/null | paste -sd: -)}
 java_opts=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m

@@ -29,12 +29,14 @@ if [ "${PROBE_NCU:-0}" = 1 ]; then
   # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the four kernels of
   # round 21 and 22 at PROBE_NCU_TOKENS tokens, each kernel's duration and where its warps stall.
   work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-probe.XXXXXX")
-  tar -C "$work" -xf "$(ls .gpu-carry/jre.tgz .gpu-carry/jre.txz 2>/dev/null | head -n1)"
+  # shellcheck source=scripts/bundle.sh
+  source "$root/scripts/bundle.sh"
+  java=$(bundle_java .gpu-carry "$work") || exit 2
   classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
   echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3"
   ncu --clock-control none --target-processes all --kernel-name regex:AllToAllKernels --launch-skip 80 \
     --launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
-    "$work/jre/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
+    "$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
     "-Djava.io.tmpdir=$work" -cp "$classpath" org.moecomm.bench.Main bench --backend gpu --world 1 \
     --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch plain --warmup 20 --rounds 10 \
     --out "$out/ncu-phases.json" > "$out/ncu.log" 2>&1

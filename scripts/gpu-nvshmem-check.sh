@@ -12,7 +12,9 @@
 #
 # Exit status: gpu-check.sh's, or 5 when the native build failed (the GPU check still runs, so
 # the other GPU tests report, but the NVSHMEM tests could not have passed), or 7 when only the
-# kill-a-rank check failed (GPU_KILL_RANK=1: scripts/gpu-kill-rank.sh after the GPU check).
+# kill-a-rank check failed (GPU_KILL_RANK=1: scripts/gpu-kill-rank.sh after the GPU check), or 6
+# when only the rank sanitizers failed (GPU_SANITIZE_RANKS="memcheck ...": scripts/gpu-sanitize-ranks.sh,
+# under MPS and, with GPU_SANITIZE_RANKS_NO_MPS=1, without it).
 # Writes $OUT/nvshmem-build.log. MOECOMM_REQUIRE_NVSHMEM=1 is exported after a successful build:
 # the NVSHMEM tests then fail, instead of skipping, when the bridge does not load.
 set -uo pipefail
@@ -65,6 +67,23 @@ if [ "${GPU_KILL_RANK:-0}" = 1 ]; then
   say "kill-a-rank check exit status: $kill_rc"
   echo "kill-a-rank check: exit status $kill_rc (kill-rank.json)" >> "$out/summary.txt"
 fi
+# Optional: W = 2 jobs with every rank process under compute-sanitizer (scripts/gpu-sanitize-ranks.sh),
+# under MPS, then (GPU_SANITIZE_RANKS_NO_MPS=1, only when this script started the daemon) without it
+sanitize_rc=0
+if [ -n "${GPU_SANITIZE_RANKS:-}" ]; then
+  mps_between "before the rank sanitizers"
+  bash "$root/scripts/gpu-sanitize-ranks.sh" mps || sanitize_rc=$?
+  if [ "${GPU_SANITIZE_RANKS_NO_MPS:-0}" = 1 ]; then
+    if [ "${MPS_STARTED_HERE:-0}" = 1 ]; then
+      mps_stop
+      bash "$root/scripts/gpu-sanitize-ranks.sh" no-mps || sanitize_rc=$?
+      mps_start && mps_recover "after the rank sanitizers without MPS"
+    else
+      echo "sanitize ranks (no-mps): not run (an MPS daemon this script did not start is running)" >> "$out/summary.txt"
+    fi
+  fi
+  say "rank sanitizers exit status: $sanitize_rc"
+fi
 mps_between "at the end" || echo "mps: the server was left faulted (mps.log)" >> "$out/summary.txt"
 mps_stop
 
@@ -74,5 +93,8 @@ if [ "$build_rc" -ne 0 ]; then
 fi
 if [ "$check_rc" -eq 0 ] && [ "$kill_rc" -ne 0 ]; then
   exit 7
+fi
+if [ "$check_rc" -eq 0 ] && [ "$sanitize_rc" -ne 0 ]; then
+  exit 6
 fi
 exit "$check_rc"

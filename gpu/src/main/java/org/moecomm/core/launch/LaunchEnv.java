@@ -24,6 +24,12 @@ public final class LaunchEnv {
     public static final String RENDEZVOUS_TOKEN = "MOECOMM_RENDEZVOUS_TOKEN";
     /** Optional CUDA device ordinal (as this process sees them) to use. */
     public static final String DEVICE = "MOECOMM_DEVICE";
+    /**
+     * Read by {@link LocalLauncher}, not by the ranks: words put before every rank's {@code java}
+     * command (separated by white space, no quoting), for example
+     * {@code compute-sanitizer --tool memcheck --error-exitcode 86}. Unset or blank: none.
+     */
+    public static final String RANK_WRAPPER = "MOECOMM_RANK_WRAPPER";
 
     private LaunchEnv() {
     }

@@ -45,6 +45,11 @@ final class LauncherCommand implements Callable<Integer> {
     @Option(names = "--env", paramLabel = "NAME=VALUE", description = "An environment variable of every rank (repeatable).")
     Map<String, String> env = Map.of();
 
+    @Option(names = "--rank-wrapper", paramLabel = "WORDS",
+            description = "Run every rank's java under this command, e.g. \"compute-sanitizer --tool memcheck\" "
+                    + "(words separated by spaces; default: $" + LaunchEnv.RANK_WRAPPER + ").")
+    String rankWrapper;
+
     @Parameters(index = "0", paramLabel = "MAIN_CLASS", description = "The ranks' main class.")
     String mainClass;
 
@@ -78,6 +83,9 @@ final class LauncherCommand implements Callable<Integer> {
         }
         jvmOptions.forEach(b::jvmOption);
         env.forEach(b::env);
+        if (rankWrapper != null) {
+            b.rankWrapper(LocalLauncher.wrapperWords(rankWrapper));
+        }
         return b;
     }
 

@@ -39,6 +39,11 @@ import org.moecomm.bridge.cuda.Cuda;
  * caller's environment sets them: {@code NVSHMEM_REMOTE_TRANSPORT=none},
  * {@code NVSHMEM_DISABLE_NVLS=1}.
  *
+ * <p>A rank wrapper ({@link Builder#rankWrapper}, by default the words of
+ * {@link LaunchEnv#RANK_WRAPPER}) runs every rank's {@code java} under another program, such as
+ * {@code compute-sanitizer}: the wrapper is the rank's process, its exit code the rank's, and
+ * stopping a rank stops the wrapper's descendants too.
+ *
  * <p>Every line a rank prints is copied to the launcher's output prefixed {@code [rank r]}. When a
  * rank exits with a non-zero code the others are stopped and {@link #run()} throws a
  * {@link LaunchException} naming the rank, its exit code and its last lines; so does a run that
@@ -89,6 +94,7 @@ public final class LocalLauncher {
     private final Duration killGrace;
     private final PrintStream output;
     private final boolean nvshmemDefaults;
+    private final List<String> rankWrapper;
 
     private LocalLauncher(Builder b) {
         this.worldSize = b.worldSize;
@@ -103,6 +109,15 @@ public final class LocalLauncher {
         this.killGrace = b.killGrace;
         this.output = b.output;
         this.nvshmemDefaults = b.nvshmemDefaults;
+        this.rankWrapper = b.rankWrapper != null ? List.copyOf(b.rankWrapper) : wrapperWords(System.getenv(LaunchEnv.RANK_WRAPPER));
+    }
+
+    /** The words of a wrapper given as one string (white space separates them; null or blank: none). */
+    static List<String> wrapperWords(String line) {
+        if (line == null || line.isBlank()) {
+            return List.of();
+        }
+        return List.of(line.strip().split("\\s+"));
     }
 
     public static Builder builder() {
@@ -331,9 +346,9 @@ public final class LocalLauncher {
 
     // ---- command and environment ----
 
-    /** The command line of every rank. */
+    /** The command line of every rank (the rank wrapper's words first). */
     public List<String> command() {
-        List<String> cmd = new ArrayList<>();
+        List<String> cmd = new ArrayList<>(rankWrapper);
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         for (String arg : inheritedJvmOptions()) {
@@ -517,6 +532,7 @@ public final class LocalLauncher {
         private Duration killGrace = Duration.ofSeconds(5);
         private PrintStream output = System.out;
         private boolean nvshmemDefaults = true;
+        private List<String> rankWrapper;
 
         public Builder worldSize(int w) {
             if (w < 1) {
@@ -598,6 +614,21 @@ public final class LocalLauncher {
             return this;
         }
 
+        /**
+         * Words put before every rank's {@code java} command, e.g. {@code compute-sanitizer --tool
+         * memcheck}; an empty list runs {@code java} directly. Default: the words of the
+         * {@link LaunchEnv#RANK_WRAPPER} environment variable.
+         */
+        public Builder rankWrapper(List<String> words) {
+            for (String w : words) {
+                if (w == null || w.isBlank()) {
+                    throw new IllegalArgumentException("rank wrapper words must not be blank: " + words);
+                }
+            }
+            this.rankWrapper = List.copyOf(words);
+            return this;
+        }
+
         public LocalLauncher build() {
             return new LocalLauncher(this);
         }
@@ -605,7 +636,8 @@ public final class LocalLauncher {
 
     /**
      * The command line ({@link LauncherCommand}): {@code LocalLauncher [-n W] [--gpus shared|per-rank|none]
-     * [--devices 0,1,..] [--timeout SECONDS] [--jvm OPTION]... [--env NAME=VALUE]... MAIN_CLASS [ARGS...]}.
+     * [--devices 0,1,..] [--timeout SECONDS] [--jvm OPTION]... [--env NAME=VALUE]... [--rank-wrapper WORDS]
+     * MAIN_CLASS [ARGS...]}.
      * Exits with 0 when every rank succeeded, 2 for a bad option, else with the failing rank's exit
      * code (1 if none).
      */

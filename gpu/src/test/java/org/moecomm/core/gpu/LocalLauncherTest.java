@@ -85,9 +85,24 @@ class LocalLauncherTest {
     @Test
     void commandUsesThisJavaAndTheMainClass() {
         List<String> cmd = LocalLauncher.builder().worldSize(2).mainClass("a.B").args("x", "y")
-                .classPath("cp1").jvmOption("-Xmx1g").build().command();
+                .classPath("cp1").jvmOption("-Xmx1g").rankWrapper(List.of()).build().command();
         assertTrue(cmd.getFirst().endsWith("java"), cmd.toString());
         assertTrue(cmd.contains("--enable-native-access=ALL-UNNAMED"), cmd.toString());
         assertEquals(List.of("-Xmx1g", "-cp", "cp1", "a.B", "x", "y"), cmd.subList(cmd.size() - 6, cmd.size()));
+    }
+
+    @Test
+    void aRankWrapperRunsEveryRankAndItsExitCodeIsTheRanks() {
+        GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(false);
+        // env(1) as the wrapper: it sets a variable and runs the rank's java, as compute-sanitizer would
+        launcher(2, out).args("ok").gpuPolicy(LocalLauncher.GpuPolicy.NONE)
+                .rankWrapper(List.of("env", "MOECOMM_TEST_EXTRA=wrapped")).build().run();
+        for (int rank = 0; rank < 2; rank++) {
+            assertTrue(out.text().contains("[rank " + rank + "] env ") && out.text().contains("EXTRA=wrapped"), out.text());
+        }
+        LaunchException e = assertThrows(LaunchException.class, () -> launcher(2, out).args("ok")
+                .gpuPolicy(LocalLauncher.GpuPolicy.NONE).rankWrapper(List.of("sh", "-c", "exit 86")).build().run());
+        assertEquals(86, e.exitCode(), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> LocalLauncher.builder().rankWrapper(List.of("a", " ")));
     }
 }

@@ -36,6 +36,26 @@ class LauncherCommandTest {
     }
 
     @Test
+    void aRankWrapperGoesBeforeJava() {
+        LauncherCommand c = new LauncherCommand();
+        LauncherCommand.commandLine(c).parseArgs("--rank-wrapper", " compute-sanitizer  --tool memcheck ", "org.x.Main");
+        List<String> cmd = c.builder().classPath("cp").build().command();
+        assertEquals(List.of("compute-sanitizer", "--tool", "memcheck"), cmd.subList(0, 3), cmd.toString());
+        assertTrue(cmd.get(3).endsWith("java"), cmd.toString());
+        LauncherCommand none = new LauncherCommand();
+        LauncherCommand.commandLine(none).parseArgs("--rank-wrapper", " ", "org.x.Main");
+        assertTrue(none.builder().classPath("cp").build().command().getFirst().endsWith("java"));
+    }
+
+    @Test
+    void theWrapperWordsAreSplitAtWhiteSpace() {
+        assertEquals(List.of(), LocalLauncher.wrapperWords(null));
+        assertEquals(List.of(), LocalLauncher.wrapperWords("  "));
+        assertEquals(List.of("compute-sanitizer", "--tool", "racecheck"),
+                LocalLauncher.wrapperWords(" compute-sanitizer\t--tool  racecheck\n"));
+    }
+
+    @Test
     void badOptionsAreOneLineAndStatus2() {
         assertEquals(2, run(new LauncherCommand(), "-n", "x", "org.x.Main"));
         assertEquals("LocalLauncher: Invalid value for option '--ranks': 'x' is not an int (--help lists the options)",

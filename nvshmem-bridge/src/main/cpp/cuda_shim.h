@@ -75,6 +75,7 @@
     X(cuModuleGetGlobal) \
     X(cuFuncGetAttribute) \
     X(cuFuncSetAttribute) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     X(cuLaunchKernel) \
     X(cuStreamCreate) \
     X(cuStreamDestroy) \
@@ -450,6 +451,14 @@ static inline int mcModuleGetGlobal(long long* devicePtr, long long* bytes, long
 static inline int mcFuncGetAttribute(int* value, int attribute, long long function) {
     MC_REQUIRE_DRIVER();
     return mc_p_cuFuncGetAttribute(value, static_cast<CUfunction_attribute>(attribute), MC_FUNCTION(function));
+}
+
+// Blocks of `threads` threads (and `dynamicSharedBytes` of dynamic shared memory) of `function` that one
+// multiprocessor keeps resident at once.
+static inline int mcOccupancyMaxActiveBlocks(int* blocks, long long function, int threads, long long dynamicSharedBytes) {
+    MC_REQUIRE_DRIVER();
+    return mc_p_cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, MC_FUNCTION(function), threads,
+            static_cast<size_t>(dynamicSharedBytes));
 }
 
 static inline int mcFuncSetAttribute(long long function, int attribute, int value) {

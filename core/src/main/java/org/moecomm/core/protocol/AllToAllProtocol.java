@@ -54,11 +54,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final int MIN_ROWS_PER_BLOCK = 4;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
-    /**
-     * Combine recv blocks per unit of device parallelism: x takes every grid-th token, y splits
-     * the hidden dimension when there are fewer tokens than blocks (decode).
-     */
-    static final int REDUCE_BLOCKS_PER_UNIT = 8;
 
     private final MoeConfig config;
     private final BufferLayout layout;
@@ -170,14 +165,17 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int ng = config.numGroups();
         int capacity = config.expertCapacity();
         int l = config.expertsPerRank();
-        // every block of a grid waits, fences and counts itself: blocks beyond what the device
-        // runs at once (or beyond the rows there can be) only add that fixed cost
-        int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
-                (2 * runner.concurrentBlocks() + l - 1) / l));
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
+        // Combine's blocks loop over their rows and tokens: a grid of the blocks the device keeps
+        // resident at once (the compiled kernel's occupancy) runs in one wave, every block busy to
+        // the end; a larger grid leaves a second, partial wave, a smaller one idle slots. Every
+        // block also waits, fences and counts itself: blocks beyond the rows there can be only add
+        // that fixed cost.
+        int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
+                (runner.residentBlocks(COMBINE_SEND, THREADS, combineSendArgs(dummy, dummy)) + l - 1) / l));
         this.combineSendGrid = Grid.of(l, chunks, THREADS);
-        int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
+        int reduceBlocks = runner.residentBlocks(COMBINE_RECV, THREADS, combineRecvArgs(dummy, numTokens, dummy));
         int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() / MoeKernels.REDUCE_QUAD + THREADS - 1) / THREADS));

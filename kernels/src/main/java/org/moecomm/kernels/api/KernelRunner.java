@@ -22,6 +22,21 @@ public interface KernelRunner extends AutoCloseable {
      */
     int concurrentBlocks();
 
+    /** Threads one unit of {@link #concurrentBlocks()} holds at once (a multiprocessor of current GPUs). */
+    int THREADS_PER_UNIT = 2048;
+
+    /**
+     * Blocks of {@code threads} threads of {@code kernel}, launched with arguments like
+     * {@code args}, that the device keeps resident at once: on a GPU the compiled kernel's
+     * occupancy (its registers and shared memory against a multiprocessor's) times the
+     * multiprocessors this process may use. Grids whose blocks loop over their work are sized
+     * from it, so that they run in one wave, every block busy to the end. Default: as many blocks
+     * as {@link #THREADS_PER_UNIT} threads per unit of {@link #concurrentBlocks()} hold.
+     */
+    default int residentBlocks(Kernel kernel, int threads, Object... args) {
+        return concurrentBlocks() * Math.max(1, THREADS_PER_UNIT / threads);
+    }
+
     /**
      * Makes {@code kernel} ready to launch with arguments like {@code args} (on a GPU: compiled,
      * specialised for the values of its {@code @Specialize} parameters, loaded), so that a later

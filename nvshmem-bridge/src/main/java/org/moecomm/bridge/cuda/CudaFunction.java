@@ -120,6 +120,24 @@ public final class CudaFunction {
         return out[0];
     }
 
+    /**
+     * Blocks of {@code threads} threads (and {@code dynamicSharedBytes} of dynamic shared memory)
+     * that one multiprocessor keeps resident at once, as its registers, shared memory and thread
+     * slots allow ({@code cuOccupancyMaxActiveBlocksPerMultiprocessor}).
+     */
+    public int residentBlocksPerMultiprocessor(int threads, long dynamicSharedBytes) {
+        if (threads < 1 || dynamicSharedBytes < 0) {
+            throw new IllegalArgumentException("threads must be positive and shared bytes non-negative, got " + threads
+                    + " and " + dynamicSharedBytes);
+        }
+        module.ensureOpen();
+        module.context().bind();
+        int[] out = new int[1];
+        Cuda.check(CudaNative.mcOccupancyMaxActiveBlocks(out, handle, threads, dynamicSharedBytes),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor(" + name + ", " + threads + " threads)");
+        return out[0];
+    }
+
     public int numRegisters() {
         return attribute(ATTRIBUTE_NUM_REGS);
     }

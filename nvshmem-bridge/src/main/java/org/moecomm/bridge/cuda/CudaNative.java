@@ -116,6 +116,8 @@ final class CudaNative {
 
     static native int mcFuncSetAttribute(long function, int attribute, int value);
 
+    static native int mcOccupancyMaxActiveBlocks(int[] blocks, long function, int threads, long dynamicSharedBytes);
+
     static native int mcLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedBytes, long stream, @Cast("long long*") long[] params, int paramCount);
 

@@ -186,6 +186,15 @@ public final class GpuKernelRunner implements KernelRunner {
         return context.multiprocessorCount();
     }
 
+    /** The occupancy of {@code kernel} as loaded for {@code args} times the multiprocessors (loads it). */
+    @Override
+    public int residentBlocks(Kernel kernel, int threads, Object... args) {
+        Objects.requireNonNull(kernel, "kernel");
+        ensureOpen();
+        CudaFunction f = loaded(target(kernel, args == null ? NO_ARGS : args)).function();
+        return Math.max(1, f.residentBlocksPerMultiprocessor(threads, 0)) * context.multiprocessorCount();
+    }
+
     /**
      * Enqueues {@code kernel} on {@link #stream()}. Once loaded, a launch is one lookup (none for
      * the kernel launched last), the arguments packed into reused off-heap slots and one JNI call

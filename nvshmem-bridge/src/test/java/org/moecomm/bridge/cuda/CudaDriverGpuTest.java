@@ -268,4 +268,22 @@ class CudaDriverGpuTest {
             assertTrue(e.getMessage().contains("not CUDA memory"), e.getMessage());
         }
     }
+
+    /** The occupancy query against the limits a kernel's registers and threads set. */
+    @Test
+    void residentBlocksFollowTheKernelsRegistersAndThreads() {
+        try (GpuKernelRunner runner = new GpuKernelRunner(context)) {
+            org.moecomm.kernels.api.Kernel fill = new org.moecomm.kernels.api.Kernel(BridgeTestKernels.class, "fill");
+            CudaFunction f = runner.function(fill);
+            int sms = context.multiprocessorCount();
+            for (int threads : new int[] {64, 256, 1024}) {
+                int perSm = f.residentBlocksPerMultiprocessor(threads, 0);
+                int byRegisters = 65536 / (Math.max(1, f.numRegisters()) * threads);
+                assertTrue(perSm >= 1 && perSm <= Math.min(32, 2048 / threads) && perSm <= Math.max(1, byRegisters),
+                        threads + " threads: " + perSm + " blocks per SM, " + f.numRegisters() + " registers");
+                assertEquals(perSm * sms, runner.residentBlocks(fill, threads, null, 16, 7), threads + " threads");
+            }
+            assertThrows(IllegalArgumentException.class, () -> f.residentBlocksPerMultiprocessor(0, 0));
+        }
+    }
 }

@@ -188,6 +188,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts",
                 rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws);
+        LOG.debug("rank {} grids: dispatch send {}, dispatch recv {}, combine send {}, combine recv {}",
+                rank, dispatchSendGrid, dispatchRecvGrid, combineSendGrid, combineRecvGrid);
     }
 
     private Buf zeroed(long bytes) {

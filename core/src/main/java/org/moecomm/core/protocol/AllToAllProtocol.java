@@ -54,6 +54,14 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final int MIN_ROWS_PER_BLOCK = 4;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
+    /**
+     * Combine recv blocks per unit of device parallelism: x takes every grid-th token, y splits
+     * the hidden dimension when there are fewer tokens than blocks (decode). Measured, not
+     * derived: one wave of the resident blocks (4 per SM for DeepSeek-V3's reduce) took 1161 us
+     * at 4096 tokens, 8 per SM 989 us, 16 and 32 per SM 996 and 1003 us, and more blocks cost
+     * at 128 tokens (benchmarks/results/2026-12-04-combine-recv-grid-experiment).
+     */
+    static final int REDUCE_BLOCKS_PER_UNIT = 8;
 
     private final MoeConfig config;
     private final BufferLayout layout;
@@ -167,15 +175,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int l = config.expertsPerRank();
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
-        // Combine's blocks loop over their rows and tokens: a grid of the blocks the device keeps
-        // resident at once (the compiled kernel's occupancy) runs in one wave, every block busy to
-        // the end; a larger grid leaves a second, partial wave, a smaller one idle slots. Every
-        // block also waits, fences and counts itself: blocks beyond the rows there can be only add
-        // that fixed cost.
+        // Combine send's blocks loop over their rows: as many as the device keeps resident at once
+        // (the compiled kernel's occupancy), since every block also waits, fences and counts
+        // itself, and blocks beyond the rows there can be only add that fixed cost.
         int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
                 (runner.residentBlocks(COMBINE_SEND, THREADS, combineSendArgs(dummy, dummy)) + l - 1) / l));
         this.combineSendGrid = Grid.of(l, chunks, THREADS);
-        int reduceBlocks = runner.residentBlocks(COMBINE_RECV, THREADS, combineRecvArgs(dummy, numTokens, dummy));
+        int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
         int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() / MoeKernels.REDUCE_QUAD + THREADS - 1) / THREADS));

@@ -10,8 +10,11 @@ import org.moecomm.kernels.api.Numerics;
  * helper's: a float32 sum from 0 in increasing k, {@code acc + w * v} for each routed pair (a
  * skipped one, location -1, adds nothing), converted as the helper stores it, read and written at
  * the helper's indices. Only the work is arranged for a CPU: the token's locations and weights are
- * loaded once, not once per quad, and each pair's row is read once, front to back, into one
- * accumulator per element.
+ * loaded once per call, not once per quad (the routed pairs' row offsets and weights in two arrays
+ * of {@code topK}), and each quad's four sums stay in locals. Nothing is allocated per element:
+ * an accumulator row of the whole hidden dimension per call, as this class had when a block's
+ * first thread summed all of the block's quads, cost a 7168-float array per thread and token once
+ * every thread summed its own quads (three quarters of a deepseek-v3 round's samples, in zeroing it).
  *
  * <p>The dtype codes are those of {@code MoeKernels} (bf16 0, fp16 1, fp32 2, fp8-e4m3 3); the
  * helper reads a code it does not know as fp16 in 8-byte quads and stores it as float32, and so
@@ -36,84 +39,102 @@ final class RowReduction {
         if (step < 1) {
             throw new IllegalArgumentException("reduceSlice with a step of " + step + " never ends");
         }
-        // quads [start, start + run) for start = firstQuad, firstQuad + step, ...
-        int run = Math.min(span, step);
+        // the routed pairs in k order: a skipped one (location -1) adds nothing to any element
         long first = (long) t * topK;
-        float[] acc = new float[quads * QUAD];
+        long[] rows = new long[topK];
+        float[] w = new float[topK];
+        int pairs = 0;
         for (int k = 0; k < topK; k++) {
             int location = pairLocation.getInt(first + k);
-            float w = weights.getFloat(first + k);
-            if (location < 0) {
-                continue;
-            }
-            long row = (long) location * hidden;
-            for (long start = firstQuad; start < quads; start += step) {
-                int end = (int) Math.min(quads, start + run);
-                addRow(acc, (int) start, end, combineRecv, row, w, yDtype);
+            float weight = weights.getFloat(first + k);
+            if (location >= 0) {
+                rows[pairs] = (long) location * hidden;
+                w[pairs++] = weight;
             }
         }
+        // quads [start, start + run) for start = firstQuad, firstQuad + step, ...
+        int run = Math.min(span, step);
         long outFirst = (long) t * hidden;
         for (long start = firstQuad; start < quads; start += step) {
             int end = (int) Math.min(quads, start + run);
             for (int q = (int) start; q < end; q++) {
-                store(out, outFirst + (long) q * QUAD, acc, q * QUAD, yDtype, outDtype);
-            }
-        }
-    }
-
-    /** {@code acc[4q + e] += w * element} of the pair's row for quads {@code [from, to)}, at the helper's indices. */
-    private static void addRow(float[] acc, int from, int to, Buf y, long row, float w, int dtype) {
-        if (dtype == FP32) {
-            for (int q = from; q < to; q++) {
-                long i = row + (long) q * QUAD;
-                for (int e = 0; e < QUAD; e++) {
-                    acc[q * QUAD + e] += w * y.getFloat(i + e);
-                }
-            }
-        } else if (dtype == FP8) {
-            for (int q = from; q < to; q++) {
-                int quad = y.getInt((row + (long) q * QUAD) >> 2);
-                for (int e = 0; e < QUAD; e++) {
-                    acc[q * QUAD + e] += w * Numerics.fp8e4m3ToFloat((byte) (quad >>> (8 * e)));
-                }
-            }
-        } else if (dtype == BF16) {
-            for (int q = from; q < to; q++) {
-                long quad = y.getLong((row + (long) q * QUAD) >> 2);
-                for (int e = 0; e < QUAD; e++) {
-                    acc[q * QUAD + e] += w * Numerics.bf16ToFloat((short) (quad >>> (16 * e)));
-                }
-            }
-        } else {
-            for (int q = from; q < to; q++) {
-                long quad = y.getLong((row + (long) q * QUAD) >> 2);
-                for (int e = 0; e < QUAD; e++) {
-                    acc[q * QUAD + e] += w * Numerics.fp16ToFloat((short) (quad >>> (16 * e)));
-                }
+                sumQuad(out, outFirst + (long) q * QUAD, combineRecv, rows, w, pairs, (long) q * QUAD, yDtype, outDtype);
             }
         }
     }
 
     /**
-     * Stores elements {@code i .. i+3} of {@code out} from {@code acc[a ..]} as the helper does: a
-     * float32 row's sums element by element, the others' as one quad (8-byte stores for 16-bit
-     * outputs at {@code i >> 2}).
+     * Elements {@code h .. h+3} of the token's sum ({@code out[i ..]}): four accumulators from 0,
+     * {@code acc + w * element} for each routed pair in k order, stored as the helper stores them.
      */
-    private static void store(Buf out, long i, float[] acc, int a, int yDtype, int outDtype) {
+    private static void sumQuad(Buf out, long i, Buf y, long[] rows, float[] w, int pairs, long h, int yDtype,
+                                int outDtype) {
+        float a0 = 0f;
+        float a1 = 0f;
+        float a2 = 0f;
+        float a3 = 0f;
         if (yDtype == FP32) {
-            for (int e = 0; e < QUAD; e++) {
-                storeElement(out, i + e, outDtype, acc[a + e]);
+            for (int p = 0; p < pairs; p++) {
+                long e = rows[p] + h;
+                float wp = w[p];
+                a0 += wp * y.getFloat(e);
+                a1 += wp * y.getFloat(e + 1);
+                a2 += wp * y.getFloat(e + 2);
+                a3 += wp * y.getFloat(e + 3);
             }
-        } else if (outDtype == BF16) {
-            out.setLong(i >> 2, pack(Numerics.floatToBf16(acc[a]), Numerics.floatToBf16(acc[a + 1]),
-                    Numerics.floatToBf16(acc[a + 2]), Numerics.floatToBf16(acc[a + 3])));
-        } else if (outDtype == FP16) {
-            out.setLong(i >> 2, pack(Numerics.floatToFp16(acc[a]), Numerics.floatToFp16(acc[a + 1]),
-                    Numerics.floatToFp16(acc[a + 2]), Numerics.floatToFp16(acc[a + 3])));
+            storeElement(out, i, outDtype, a0);
+            storeElement(out, i + 1, outDtype, a1);
+            storeElement(out, i + 2, outDtype, a2);
+            storeElement(out, i + 3, outDtype, a3);
+            return;
+        }
+        if (yDtype == FP8) {
+            for (int p = 0; p < pairs; p++) {
+                int quad = y.getInt((rows[p] + h) >> 2);
+                float wp = w[p];
+                a0 += wp * Numerics.fp8e4m3ToFloat((byte) quad);
+                a1 += wp * Numerics.fp8e4m3ToFloat((byte) (quad >>> 8));
+                a2 += wp * Numerics.fp8e4m3ToFloat((byte) (quad >>> 16));
+                a3 += wp * Numerics.fp8e4m3ToFloat((byte) (quad >>> 24));
+            }
+        } else if (yDtype == BF16) {
+            for (int p = 0; p < pairs; p++) {
+                long quad = y.getLong((rows[p] + h) >> 2);
+                float wp = w[p];
+                a0 += wp * Numerics.bf16ToFloat((short) quad);
+                a1 += wp * Numerics.bf16ToFloat((short) (quad >>> 16));
+                a2 += wp * Numerics.bf16ToFloat((short) (quad >>> 32));
+                a3 += wp * Numerics.bf16ToFloat((short) (quad >>> 48));
+            }
         } else {
-            for (int e = 0; e < QUAD; e++) {
-                storeElement(out, i + e, outDtype, acc[a + e]);
+            for (int p = 0; p < pairs; p++) {
+                long quad = y.getLong((rows[p] + h) >> 2);
+                float wp = w[p];
+                a0 += wp * Numerics.fp16ToFloat((short) quad);
+                a1 += wp * Numerics.fp16ToFloat((short) (quad >>> 16));
+                a2 += wp * Numerics.fp16ToFloat((short) (quad >>> 32));
+                a3 += wp * Numerics.fp16ToFloat((short) (quad >>> 48));
             }
+        }
+        store(out, i, a0, a1, a2, a3, outDtype);
+    }
+
+    /**
+     * Stores elements {@code i .. i+3} of {@code out} as the helper does a 16-bit or fp8 row's
+     * sums: one 8-byte store at {@code i >> 2} for 16-bit outputs, element by element otherwise.
+     */
+    private static void store(Buf out, long i, float v0, float v1, float v2, float v3, int outDtype) {
+        if (outDtype == BF16) {
+            out.setLong(i >> 2, pack(Numerics.floatToBf16(v0), Numerics.floatToBf16(v1), Numerics.floatToBf16(v2),
+                    Numerics.floatToBf16(v3)));
+        } else if (outDtype == FP16) {
+            out.setLong(i >> 2, pack(Numerics.floatToFp16(v0), Numerics.floatToFp16(v1), Numerics.floatToFp16(v2),
+                    Numerics.floatToFp16(v3)));
+        } else {
+            storeElement(out, i, outDtype, v0);
+            storeElement(out, i + 1, outDtype, v1);
+            storeElement(out, i + 2, outDtype, v2);
+            storeElement(out, i + 3, outDtype, v3);
         }
     }
 

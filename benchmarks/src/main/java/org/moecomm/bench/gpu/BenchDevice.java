@@ -65,8 +65,11 @@ interface BenchDevice extends AutoCloseable {
     /** Whether twins are loaded at all. */
     boolean hasTwins();
 
-    /** Registers, static shared memory and local memory of a compiled kernel; null where unknown. */
-    String resources(Kernel kernel);
+    /**
+     * Registers, static shared memory and local memory of {@code kernel} as compiled for a launch
+     * with {@code args} (specialised for them, as {@link #prepare} runs it); null where unknown.
+     */
+    String resources(Kernel kernel, Object... args);
 
     /** The same for a twin entry; null where unknown. */
     String twinResources(String entry);

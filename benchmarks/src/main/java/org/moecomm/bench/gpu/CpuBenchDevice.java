@@ -113,7 +113,7 @@ final class CpuBenchDevice implements BenchDevice {
     }
 
     @Override
-    public String resources(Kernel kernel) {
+    public String resources(Kernel kernel, Object... args) {
         return null;
     }
 

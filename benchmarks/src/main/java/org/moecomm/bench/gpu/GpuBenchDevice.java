@@ -162,8 +162,8 @@ final class GpuBenchDevice implements BenchDevice {
     }
 
     @Override
-    public String resources(Kernel kernel) {
-        return describe(runner.function(kernel));
+    public String resources(Kernel kernel, Object... args) {
+        return describe(runner.function(runner.specialize(kernel, args)));
     }
 
     @Override

@@ -60,7 +60,8 @@ import picocli.CommandLine.Option;
  * {@code copyGBps} (2 x {@code copyBytes} / copy median), {@code copyMethod, copyBytes,
  * copyMedianUs, warmups, reps, l2FlushBytes, check} (what was compared), {@code error} (null when
  * right; then there are no times), {@code twinNote, javaResources, twinResources} (registers,
- * shared and local memory), {@code gpu, sms, device, date, commit, command}.
+ * shared and local memory; the Java kernel's as specialised for the launch's arguments, the one
+ * timed), {@code gpu, sms, device, date, commit, command}.
  *
  * <p>Output: one JSON line per (kernel, tokens) into a file named
  * {@code <date>-<gpu>-gpu-kernels.json} (or {@code --out}), and a table on stdout. Exit status 0
@@ -544,7 +545,7 @@ public final class KernelBenchmark implements Callable<Integer> {
 
     /** Checked first run of the Java kernel and of its twin, then the timed runs, then a check of the last output. */
     static Line measure(BenchDevice dev, Settings s, int m, Line base, KernelSpec k, Runnable flush) {
-        String jr = dev.resources(k.kernel());
+        String jr = dev.resources(k.kernel(), k.args());
         k.reset().run();
         dev.launchChecked(k.kernel(), k.grid(), k.args());
         dev.synchronize();

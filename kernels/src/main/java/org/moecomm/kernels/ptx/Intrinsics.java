@@ -20,8 +20,12 @@ final class Intrinsics {
     private static final String NUMERICS = "org/moecomm/kernels/api/Numerics";
     private static final String B = Kind.BUF_DESCRIPTOR;
 
-    /** One lowering call: operand registers, the result register (or {@code null}), the shared array allocated. */
-    record Call(PtxFunction f, String[] args, String result, SharedArray array) {
+    /**
+     * One lowering call: operand registers, the result register (or {@code null}), the shared
+     * array allocated, and whether the uses of a narrow ({@code short}, {@code byte}) result read
+     * only its own bits ({@link LowBits}): then it needs no sign extension.
+     */
+    record Call(PtxFunction f, String[] args, String result, SharedArray array, boolean lowBitsOnly) {
         String arg(int i) {
             return args[i];
         }
@@ -41,6 +45,8 @@ final class Intrinsics {
     }
 
     private static final Map<String, Intrinsic> TABLE = new HashMap<>();
+    /** Intrinsics whose lowering reads only the low bits of their (narrow) last argument: how many. */
+    private static final Map<String, Integer> LAST_ARGUMENT_BITS = new HashMap<>();
 
     private Intrinsics() {
     }
@@ -48,6 +54,15 @@ final class Intrinsics {
     /** The intrinsic for a call to {@code owner.name descriptor}, or {@code null}. */
     static Intrinsic find(String owner, String name, String descriptor) {
         return TABLE.get(owner + "." + name + descriptor);
+    }
+
+    /** How many low bits of its last argument the lowering of intrinsic {@code owner.name descriptor} reads (32: all of an int). */
+    static int lastArgumentBits(String owner, String name, String descriptor) {
+        return LAST_ARGUMENT_BITS.getOrDefault(owner + "." + name + descriptor, 32);
+    }
+
+    private static void readsLowBitsOfLastArgument(String owner, String name, String descriptor, int bits) {
+        LAST_ARGUMENT_BITS.put(owner + "." + name + descriptor, bits);
     }
 
     private static void def(String owner, String name, String descriptor, Lowering l) {
@@ -136,7 +151,12 @@ final class Intrinsics {
     private static void floatToFp16(Call c) {
         String h = c.f().tmp("b16");
         c.f().op("cvt.rn.f16.f32 " + h + ", " + c.arg(0));
-        c.f().op("cvt.s32.s16 " + c.result() + ", " + h);
+        widen16(c, h);
+    }
+
+    /** A 16-bit result as the JVM's short (sign-extended), or zero-extended where only its own bits are read. */
+    private static void widen16(Call c, String h) {
+        c.f().op((c.lowBitsOnly() ? "cvt.u32.u16 " : "cvt.s32.s16 ") + c.result() + ", " + h);
     }
 
     /**
@@ -288,7 +308,7 @@ final class Intrinsics {
         def(NUMERICS, "floatToBf16", "(F)S", 80, c -> {
             String h = c.f().tmp("b16");
             c.f().op("cvt.rn.bf16.f32 " + h + ", " + c.arg(0));
-            c.f().op("cvt.s32.s16 " + c.result() + ", " + h);
+            widen16(c, h);
         });
         def(NUMERICS, "fp16ToFloat", "(S)F", Intrinsics::fp16ToFloat);
         def(NUMERICS, "floatToFp16", "(F)S", Intrinsics::floatToFp16);
@@ -311,10 +331,21 @@ final class Intrinsics {
             f.op("mov.f32 " + zero + ", 0f00000000");
             f.op("cvt.rn.satfinite.e4m3x2.f32 " + pair + ", " + zero + ", " + c.arg(0));
             f.op("cvt.u32.u16 " + wide + ", " + pair);
-            f.op("bfe.s32 " + c.result() + ", " + wide + ", 0, 8");
+            if (c.lowBitsOnly()) {
+                f.op("mov.b32 " + c.result() + ", " + wide);
+            } else {
+                f.op("bfe.s32 " + c.result() + ", " + wide + ", 0, 8");
+            }
         });
         def("java/lang/Float", "floatToFloat16", "(F)S", Intrinsics::floatToFp16);
         def("java/lang/Float", "float16ToFloat", "(S)F", Intrinsics::fp16ToFloat);
+        // read only a narrow argument's own bits: shl by 16, cvt.u16.u32 (truncates), st.u16 / st.u8
+        readsLowBitsOfLastArgument(NUMERICS, "bf16ToFloat", "(S)F", 16);
+        readsLowBitsOfLastArgument(NUMERICS, "fp16ToFloat", "(S)F", 16);
+        readsLowBitsOfLastArgument("java/lang/Float", "float16ToFloat", "(S)F", 16);
+        readsLowBitsOfLastArgument(NUMERICS, "fp8e4m3ToFloat", "(B)F", 8); // the e4m3x2 pair's high byte is ignored
+        readsLowBitsOfLastArgument(BUF, "setShort", "(JS)V", 16);
+        readsLowBitsOfLastArgument(BUF, "setByte", "(JB)V", 8);
 
         // ---- bit views ----
         def("java/lang/Float", "floatToRawIntBits", "(F)I", c -> c.f().op("mov.b32 " + c.result() + ", " + c.arg(0)));

@@ -163,7 +163,7 @@ final class Lowering {
             case OperatorInstruction o -> {
                 return operator(i, o, in, out);
             }
-            case ConvertInstruction c -> convert(c, top(in, 0), top(out, 0));
+            case ConvertInstruction c -> convert(i, c, top(in, 0), top(out, 0));
             case StackInstruction s -> shuffle(StackShuffle.of(s.opcode(), in), in);
             case BranchInstruction b -> branch(i, b, in);
             case TableSwitchInstruction t -> switchTo(i, in, t.cases());
@@ -373,8 +373,12 @@ final class Lowering {
         return i;
     }
 
-    /** Java's primitive conversions; float-to-integer saturates and maps NaN to 0, as the JVM does. */
-    private void convert(ConvertInstruction c, String src, String dst) {
+    /**
+     * Java's primitive conversions; float-to-integer saturates and maps NaN to 0, as the JVM does.
+     * A narrowing whose uses read only the narrow type's bits ({@link LowBits}) is a plain move:
+     * its sign or zero extension would be dead.
+     */
+    private void convert(int i, ConvertInstruction c, String src, String dst) {
         TypeKind from = c.fromType();
         TypeKind to = c.toType();
         switch (from) {
@@ -383,9 +387,17 @@ final class Lowering {
                     case LONG -> f.op("cvt.s64.s32 " + dst + ", " + src);
                     case FLOAT -> f.op("cvt.rn.f32.s32 " + dst + ", " + src);
                     case DOUBLE -> f.op("cvt.rn.f64.s32 " + dst + ", " + src);
-                    case BYTE -> f.op("bfe.s32 " + dst + ", " + src + ", 0, 8");
-                    case SHORT -> f.op("bfe.s32 " + dst + ", " + src + ", 0, 16");
-                    case CHAR -> f.op("and.b32 " + dst + ", " + src + ", 65535");
+                    case BYTE, SHORT, CHAR -> {
+                        if (LowBits.onlyLowBitsRead(classes, code, i, to == TypeKind.BYTE ? 8 : 16)) {
+                            if (!dst.equals(src)) {
+                                mov(Kind.INT, dst, src);
+                            }
+                        } else if (to == TypeKind.CHAR) {
+                            f.op("and.b32 " + dst + ", " + src + ", 65535");
+                        } else {
+                            f.op("bfe.s32 " + dst + ", " + src + ", 0, " + (to == TypeKind.BYTE ? 8 : 16));
+                        }
+                    }
                     default -> throw new IllegalStateException(c.toString());
                 }
             }
@@ -545,7 +557,10 @@ final class Lowering {
             for (int k = 0; k < nargs; k++) {
                 args[k] = top(in, nargs - 1 - k);
             }
-            intrinsic.lowering().lower(new Intrinsics.Call(f, args, result, an.allocations.get(i)));
+            String ret = mt.returnType().descriptorString();
+            int narrow = ret.equals("B") ? 8 : ret.equals("S") || ret.equals("C") ? 16 : 0;
+            boolean lowBitsOnly = narrow > 0 && LowBits.onlyLowBitsRead(classes, code, i, narrow);
+            intrinsic.lowering().lower(new Intrinsics.Call(f, args, result, an.allocations.get(i), lowBitsOnly));
             return;
         }
         inline(i, owner, name, desc, nargs, in, result);

@@ -4,14 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelContext;
 import org.moecomm.kernels.api.Numerics;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
 
 /**
  * One test per supported construct: the emitted PTX has the expected instructions, and
@@ -469,7 +472,126 @@ class SupportedConstructsTest {
     void narrowFloatConversions() throws Exception {
         String p = ptx("numerics");
         has(p, "cvt.rn.bf16.f32", "cvt.rn.f16.f32", "cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.f16x2.e4m3x2",
-                "cvt.f32.f16", "cvt.s32.s16", "shl.b32 %tr");
+                "cvt.f32.f16", "shl.b32 %tr");
+        // the results are only stored as 16 and 8 bits: not sign-extended
+        matches(p, "cvt\\.u32\\.u16 %iS\\d+, %th\\d+;");
+        assertFalse(p.contains("cvt.s32.s16"), p);
+        assertFalse(p.contains("bfe.s32"), p);
+    }
+
+    // ---- narrowing (i2s, i2b, i2c) and narrow intrinsic results: extended only where a use reads the upper bits ----
+
+    /** Each narrow value's uses read only its own 16 or 8 bits. */
+    static void narrowLowBits(KernelContext ctx, Buf b, int x, long q, float f) {
+        b.setInt(0, (short) x << 16);
+        b.setInt(1, (short) x & 0xffff);
+        b.setLong(1, (short) x & 0xffffL);
+        b.setInt(4, (byte) x << 24);
+        b.setInt(5, (byte) x & 0xff);
+        short bits = (short) (q >>> 16);                    // through a local into an intrinsic, as in bf16 widening
+        b.setFloat(6, Numerics.bf16ToFloat(bits));
+        b.setInt(7, lowHalf((short) (x >>> 3)));            // into an inlined call's parameter
+        b.setShort(16, (short) (x + 1));                    // a 16-bit store
+        b.setFloat(9, Numerics.fp8e4m3ToFloat((byte) (q >>> 8)));
+        b.setLong(5, (Numerics.floatToBf16(f) & 0xffffL) << 16 | Numerics.floatToBf16(-f) & 0xffffL);
+    }
+
+    private static int lowHalf(short s) {
+        return s & 0xffff;
+    }
+
+    static void charLowBits(KernelContext ctx, Buf b, int x) {
+        b.setInt(0, (char) x << 16);
+        b.setInt(1, (char) x & 0xff);
+        b.setShort(4, (short) (char) x);
+    }
+
+    /** Each narrow value has a use that reads its upper bits: the extension stays. */
+    static void narrowNeedsExtension(KernelContext ctx, Buf b, int x) {
+        b.setInt(0, (short) x >> 4);            // a right shift brings the sign bits down
+        b.setInt(1, (short) x < 0 ? 1 : 0);     // a comparison
+        b.setInt(2, (short) x);                 // the int itself is stored
+        b.setInt(3, (short) x << 8);            // a shift too short to push the upper bits out
+        b.setInt(4, (short) x & 0x1ffff);       // a mask wider than 16 bits
+        short s = (short) (x >> 1);             // a local with one use that reads all bits
+        b.setInt(5, s & 0xff);
+        b.setInt(6, s + 1);
+        b.setInt(7, signOf((short) (x >>> 3))); // a callee that compares
+        b.setInt(8, (byte) x << 16);            // a byte needs a shift of 24
+        b.setInt(9, (char) x >> 1);
+        b.setInt(10, Numerics.floatToBf16(Float.intBitsToFloat(x)));   // a narrow intrinsic result as an int
+    }
+
+    private static int signOf(short s) {
+        return s < 0 ? -1 : 1;
+    }
+
+    private static int count(String ptx, String regex) {
+        return (int) Pattern.compile(regex).matcher(ptx).results().count();
+    }
+
+    @Test
+    void narrowingsWhoseUsesReadOnlyTheNarrowBitsAreNotExtended() throws Exception {
+        String p = ptx("narrowLowBits");
+        assertFalse(p.contains("bfe.s32"), p);        // i2s and i2b
+        assertFalse(p.contains("cvt.s32.s16"), p);    // floatToBf16
+        matches(p, "shl\\.b32 %iS\\d+, %iS\\d+, 16;");
+        String c = ptx("charLowBits");
+        assertFalse(c.contains("65535"), c);           // i2c
+        assertFalse(c.contains("bfe.s32"), c);
+    }
+
+    @Test
+    void narrowingsWithAUseOfTheUpperBitsAreExtended() throws Exception {
+        String p = ptx("narrowNeedsExtension");
+        assertEquals(7, count(p, "bfe\\.s32 %iS\\d+, %iS\\d+, 0, 16;"), p);
+        assertEquals(1, count(p, "bfe\\.s32 %iS\\d+, %iS\\d+, 0, 8;"), p);
+        assertEquals(1, count(p, "and\\.b32 %iS\\d+, %iS\\d+, 65535;"), p);
+        has(p, "cvt.s32.s16");
+    }
+
+    @Test
+    void narrowingsGiveTheJavaValuesOnTheCpuRunner() {
+        int[] xs = {0, 1, -1, 0x7fff, 0x8000, 0xffff, 0x1_8000, 0x12345678, Integer.MIN_VALUE, 0xdeadbeef, -129, 200};
+        try (Arena arena = Arena.ofShared()) {
+            CpuKernelRunner runner = new CpuKernelRunner();
+            try {
+                for (int x : xs) {
+                    long q = 0x0123_4567_89ab_cdefL * x;
+                    float f = x * 0.001f;
+                    Buf b = Buf.allocate(arena, 128);
+                    runner.launch(new Kernel(SupportedConstructsTest.class, "narrowLowBits"), Grid.of(1, 1), b, x, q, f);
+                    assertEquals((short) x << 16, b.getInt(0));
+                    assertEquals((short) x & 0xffff, b.getInt(1));
+                    assertEquals((short) x & 0xffffL, b.getLong(1));
+                    assertEquals((byte) x << 24, b.getInt(4));
+                    assertEquals((byte) x & 0xff, b.getInt(5));
+                    assertEquals((int) (q >>> 16) << 16, Float.floatToRawIntBits(b.getFloat(6)));
+                    assertEquals(x >>> 3 & 0xffff, b.getInt(7));
+                    assertEquals((short) (x + 1), b.getShort(16));
+                    assertEquals(Float.floatToRawIntBits(Numerics.fp8e4m3ToFloat((byte) (q >>> 8))),
+                            Float.floatToRawIntBits(b.getFloat(9)));
+                    assertEquals((Numerics.floatToBf16(f) & 0xffffL) << 16 | Numerics.floatToBf16(-f) & 0xffffL,
+                            b.getLong(5));
+
+                    runner.launch(new Kernel(SupportedConstructsTest.class, "charLowBits"), Grid.of(1, 1), b, x);
+                    assertEquals((x & 0xffff) << 16, b.getInt(0));
+                    assertEquals(x & 0xff, b.getInt(1));
+                    assertEquals((short) x, b.getShort(4));
+
+                    runner.launch(new Kernel(SupportedConstructsTest.class, "narrowNeedsExtension"), Grid.of(1, 1), b, x);
+                    short s = (short) (x >> 1);
+                    int[] expected = {(short) x >> 4, (short) x < 0 ? 1 : 0, (short) x, (short) x << 8, (short) x & 0x1ffff,
+                            s & 0xff, s + 1, (short) (x >>> 3) < 0 ? -1 : 1, (byte) x << 16, (x & 0xffff) >> 1,
+                            Numerics.floatToBf16(Float.intBitsToFloat(x))};
+                    for (int i = 0; i < expected.length; i++) {
+                        assertEquals(expected[i], b.getInt(i), "x = " + x + ", result " + i);
+                    }
+                }
+            } finally {
+                runner.close();
+            }
+        }
     }
 
     static void math(KernelContext ctx, Buf b, int i, long l, float f) {

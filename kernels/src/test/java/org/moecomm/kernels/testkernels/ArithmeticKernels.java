@@ -2,6 +2,7 @@ package org.moecomm.kernels.testkernels;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.Numerics;
 
 /**
  * Compiler test kernels: the arithmetic of each primitive type, written to be compared bit for
@@ -23,6 +24,8 @@ public final class ArithmeticKernels {
     public static final int FLOAT_RESULTS = 20;
     /** doubles written per element by {@link #doubleOps}. */
     public static final int DOUBLE_RESULTS = 16;
+    /** ints written per element by {@link #narrowings}. */
+    public static final int NARROW_RESULTS = 20;
 
     private ArithmeticKernels() {
     }
@@ -209,6 +212,63 @@ public final class ArithmeticKernels {
         out.setLong(o + 13, (short) x);
         out.setLong(o + 14, (char) x);
         out.setLong(o + 15, (byte) (int) f + (short) (long) d + (char) l);
+    }
+
+    /**
+     * Narrowings ({@code i2b, i2s, i2c}) and narrow intrinsic results whose uses read only their
+     * own 16 or 8 bits (compiled without the sign or zero extension), next to ones with a use that
+     * needs the extension. Args: {@code ints} int[n], {@code longs} long[n]; {@code out}
+     * int[n * NARROW_RESULTS]; {@code n}. Grid: >= n threads.
+     */
+    public static void narrowings(KernelContext ctx, Buf ints, Buf longs, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        int x = ints.getInt(i);
+        long q = longs.getLong(i);
+        float f = x * 0x1p-20f;
+        long o = (long) i * NARROW_RESULTS;
+        // only the narrow bits read
+        out.setInt(o, (short) x << 16);
+        out.setInt(o + 1, (short) x & 0xffff);
+        out.setInt(o + 2, (int) ((short) (x >> 7) & 0xfff0L));
+        out.setInt(o + 3, (byte) x << 24 | (char) x & 0xff);
+        short bits = (short) (q >>> 16);
+        out.setInt(o + 4, Float.floatToRawIntBits(Numerics.bf16ToFloat(bits)));
+        out.setInt(o + 5, floatBitsOrMinusOne(Numerics.fp16ToFloat((short) (q >>> 32))));
+        out.setInt(o + 6, floatBitsOrMinusOne(Numerics.fp8e4m3ToFloat((byte) (q >>> 40))));
+        out.setInt(o + 7, lowHalf((short) (x >>> 3)));
+        out.setShort(2 * (o + 8), (short) (x ^ 0x5a5a));
+        out.setShort(2 * (o + 8) + 1, (short) (char) (x >>> 16));
+        out.setByte(4 * (o + 9), (byte) (x >> 9));
+        out.setByte(4 * (o + 9) + 1, Numerics.floatToFp8e4m3(f));
+        out.setShort(2 * (o + 9) + 1, Numerics.floatToBf16(f));
+        long packed = (Numerics.floatToBf16(f) & 0xffffL) | (Numerics.floatToFp16(-f) & 0xffffL) << 16;
+        out.setInt(o + 10, (int) packed);
+        // the upper bits read too
+        out.setInt(o + 11, (short) x >> 4);
+        out.setInt(o + 12, (short) x < 0 ? 1 : 0);
+        out.setInt(o + 13, (short) x << 8 ^ (byte) x << 16);
+        out.setInt(o + 14, (short) x & 0x1ffff);
+        short s = (short) (x >> 1);
+        out.setInt(o + 15, (s & 0xff) + s);
+        out.setInt(o + 16, signOf((short) (x >>> 3)));
+        out.setInt(o + 17, (char) x >> 1);
+        out.setInt(o + 18, Numerics.floatToBf16(f));
+        out.setInt(o + 19, Numerics.floatToFp8e4m3(f) + Numerics.floatToFp16(f));
+    }
+
+    private static int lowHalf(short s) {
+        return s & 0xffff;
+    }
+
+    private static int signOf(short s) {
+        return s < 0 ? -1 : 1;
+    }
+
+    private static int floatBitsOrMinusOne(float f) {
+        return Float.isNaN(f) ? -1 : Float.floatToRawIntBits(f);
     }
 
     private static long bitsOrMinusOne(double d) {

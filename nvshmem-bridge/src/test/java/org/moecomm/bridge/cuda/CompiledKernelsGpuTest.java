@@ -136,6 +136,9 @@ class CompiledKernelsGpuTest {
                 .out("out", 8L * n * 16).arg(n)
                 // slot 8 is a double widened from a float: NaN payloads may differ
                 .normalize("out", s -> canonicalDoubleNaNs(s, 16, 8))));
+        put(m, c, "narrowings", () -> List.of(KernelCase.of(c, "narrowings", cover(n, T))
+                .ints("ints", TestData.ints(n, 46)).longs("longs", TestData.longs(n, 47))
+                .out("out", 4L * n * ArithmeticKernels.NARROW_RESULTS).arg(n)));
     }
 
     private static void atomics(Map<String, Supplier<List<KernelCase>>> m) {

@@ -220,7 +220,11 @@ stages it in .gpu-carry/nvshmem-jni/include) and carry .gpu-carry, or set JNI_IN
     -Wl,-rpath,"$lib" -Wl,--no-undefined
   # Relocatable device functions for kernels compiled from Java (linked at load time with
   # libnvshmem_device.a by the CUDA driver's linker).
-  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true "${gencode[@]}" -gencode "arch=compute_$arch,code=compute_$arch" \
+  # (-Xptxas -v: each device function's registers in the build log; a kernel linked with one
+  # gets at least as many)
+  # shellcheck disable=SC2046
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true $(devfns_flags "$src") -Xptxas -v "${gencode[@]}" \
+    -gencode "arch=compute_$arch,code=compute_$arch" \
     -I"$inc" -I"$src" -fatbin "$src/moe_nvshmem_devfns.cu" -o "$out/moe_nvshmem_devfns.fatbin"
   # Sanity: the JNI entry points are exported and every dependency resolves.
   local n
@@ -242,11 +246,19 @@ EOF
   echo "MOECOMM_NVSHMEM_LIB=$out/libjniNvshmemNative.so"
 }
 
+# Extra nvcc options for the device functions: the words of devfns.nvccflags in their source
+# folder, when there is one (an A/B variant can carry its own).
+devfns_flags() {
+  [ -f "$1/devfns.nvccflags" ] && grep -v '^#' "$1/devfns.nvccflags" | tr '\n' ' '
+  return 0
+}
+
 mode_devfns() {
   local srcdir=${1:?devfns needs the source folder} fatbin=${2:?devfns needs the output file} cuda
   cuda=$(find_cuda_home)
   find_nvshmem || die "NVSHMEM not found"
-  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" \
+  # shellcheck disable=SC2046
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true $(devfns_flags "$srcdir") -Xptxas -v -gencode "arch=compute_$arch,code=sm_$arch" \
     -gencode "arch=compute_$arch,code=compute_$arch" -I"$nvshmem_inc" -I"$srcdir" -fatbin \
     "$srcdir/moe_nvshmem_devfns.cu" -o "$fatbin"
 }

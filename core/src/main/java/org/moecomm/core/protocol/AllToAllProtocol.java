@@ -194,8 +194,15 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts",
                 rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws);
-        LOG.debug("rank {} grids: dispatch send {}, dispatch recv {}, combine send {}, combine recv {}",
-                rank, dispatchSendGrid, dispatchRecvGrid, combineSendGrid, combineRecvGrid);
+        if (LOG.isDebugEnabled()) {
+            // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
+            LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
+                    + " combine recv {} ({})", rank,
+                    dispatchSendGrid, runner.residentBlocks(DISPATCH_SEND, THREADS, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1)),
+                    dispatchRecvGrid, runner.residentBlocks(DISPATCH_RECV, THREADS, dispatchRecvArgs(dummy, dummy, dummy)),
+                    combineSendGrid, runner.residentBlocks(COMBINE_SEND, THREADS, combineSendArgs(dummy, dummy)),
+                    combineRecvGrid, runner.residentBlocks(COMBINE_RECV, THREADS, combineRecvArgs(dummy, numTokens, dummy)));
+        }
     }
 
     private Buf zeroed(long bytes) {

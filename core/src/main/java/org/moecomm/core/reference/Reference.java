@@ -1,5 +1,8 @@
 package org.moecomm.core.reference;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -181,6 +184,7 @@ public final class Reference {
         DType outType = config.outType();
         byte[] out = new byte[in.m() * h * outType.bytes()];
         float[] acc = new float[h];
+        float[] y = new float[h];
         for (int t = 0; t < in.m(); t++) {
             Arrays.fill(acc, 0f);
             for (int j = 0; j < k; j++) {
@@ -189,7 +193,7 @@ public final class Reference {
                     continue;
                 }
                 float w = in.weights()[t * k + j];
-                float[] y = decodeAll(config.expertOutType(), expert.apply(e, g, t), h);
+                decodeRange(config.expertOutType(), expert.apply(e, g, t), 0, y, h);
                 for (int i = 0; i < h; i++) {
                     float product = w * y[i];
                     acc[i] = acc[i] + product;
@@ -217,52 +221,66 @@ public final class Reference {
      */
     public static float[] decodeAll(DType dtype, byte[] bytes, int n) {
         float[] v = new float[n];
+        decodeRange(dtype, bytes, 0, v, n);
+        return v;
+    }
+
+    /**
+     * Elements {@code [first, first + n)} of a little-endian array of {@code dtype} into
+     * {@code values[0, n)}: what {@link #decode} gives for each, without allocating (rows of a
+     * larger array).
+     */
+    public static void decodeRange(DType dtype, byte[] bytes, int first, float[] values, int n) {
         switch (dtype) {
             case BF16 -> {
                 for (int i = 0; i < n; i++) {
-                    v[i] = Numerics.bf16ToFloat(getShort(bytes, i));
+                    values[i] = Numerics.bf16ToFloat(getShort(bytes, first + i));
                 }
             }
             case FP16 -> {
                 for (int i = 0; i < n; i++) {
-                    v[i] = Numerics.fp16ToFloat(getShort(bytes, i));
+                    values[i] = Numerics.fp16ToFloat(getShort(bytes, first + i));
                 }
             }
             case FP32 -> {
                 for (int i = 0; i < n; i++) {
-                    v[i] = Float.intBitsToFloat(getInt(bytes, i));
+                    values[i] = Float.intBitsToFloat(getInt(bytes, first + i));
                 }
             }
             case FP8_E4M3 -> {
                 for (int i = 0; i < n; i++) {
-                    v[i] = Numerics.fp8e4m3ToFloat(bytes[i]);
+                    values[i] = Numerics.fp8e4m3ToFloat(bytes[first + i]);
                 }
             }
             case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
         }
-        return v;
     }
 
     /** Stores every value as elements {@code first, first + 1, ...} of a little-endian array of {@code dtype}, as {@link #encode} does. */
     public static void encodeAll(DType dtype, float[] values, byte[] bytes, int first) {
+        encodeRange(dtype, values, values.length, bytes, first);
+    }
+
+    /** Stores {@code values[0, n)} as elements {@code first, ..., first + n - 1} of a little-endian array of {@code dtype}, as {@link #encode} does. */
+    public static void encodeRange(DType dtype, float[] values, int n, byte[] bytes, int first) {
         switch (dtype) {
             case BF16 -> {
-                for (int i = 0; i < values.length; i++) {
+                for (int i = 0; i < n; i++) {
                     putShort(bytes, first + i, Numerics.floatToBf16(values[i]));
                 }
             }
             case FP16 -> {
-                for (int i = 0; i < values.length; i++) {
+                for (int i = 0; i < n; i++) {
                     putShort(bytes, first + i, Numerics.floatToFp16(values[i]));
                 }
             }
             case FP32 -> {
-                for (int i = 0; i < values.length; i++) {
+                for (int i = 0; i < n; i++) {
                     putInt(bytes, first + i, Float.floatToRawIntBits(values[i]));
                 }
             }
             case FP8_E4M3 -> {
-                for (int i = 0; i < values.length; i++) {
+                for (int i = 0; i < n; i++) {
                     bytes[first + i] = Numerics.floatToFp8e4m3(values[i]);
                 }
             }
@@ -281,23 +299,23 @@ public final class Reference {
         }
     }
 
+    /** Little-endian views of byte arrays (one load or store per element, whatever the host's byte order). */
+    private static final VarHandle SHORTS = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle INTS = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+
     private static short getShort(byte[] b, int i) {
-        return (short) ((b[2 * i] & 0xff) | (b[2 * i + 1] & 0xff) << 8);
+        return (short) SHORTS.get(b, 2 * i);
     }
 
     private static int getInt(byte[] b, int i) {
-        return (b[4 * i] & 0xff) | (b[4 * i + 1] & 0xff) << 8 | (b[4 * i + 2] & 0xff) << 16 | (b[4 * i + 3] & 0xff) << 24;
+        return (int) INTS.get(b, 4 * i);
     }
 
     private static void putShort(byte[] b, int i, short v) {
-        b[2 * i] = (byte) v;
-        b[2 * i + 1] = (byte) (v >> 8);
+        SHORTS.set(b, 2 * i, v);
     }
 
     private static void putInt(byte[] b, int i, int v) {
-        b[4 * i] = (byte) v;
-        b[4 * i + 1] = (byte) (v >> 8);
-        b[4 * i + 2] = (byte) (v >> 16);
-        b[4 * i + 3] = (byte) (v >> 24);
+        INTS.set(b, 4 * i, v);
     }
 }

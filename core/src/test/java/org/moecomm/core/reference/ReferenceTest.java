@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -64,6 +65,16 @@ class ReferenceTest {
         }
         Reference.encodeAll(dtype, values, bulk, 3);
         assertArrayEquals(one, bulk);
+        // ranges inside larger arrays: elements [5, n) decoded, values [0, n - 4) stored from element 7 on
+        float[] part = new float[n];
+        Reference.decodeRange(dtype, bytes, 5, part, n - 5);
+        for (int i = 5; i < n; i++) {
+            assertEquals(Float.floatToRawIntBits(all[i]), Float.floatToRawIntBits(part[i - 5]), "element " + i);
+        }
+        byte[] range = new byte[(n + 3) * dtype.bytes()];
+        Reference.encodeRange(dtype, values, n - 4, range, 7);
+        assertArrayEquals(Arrays.copyOfRange(one, 3 * dtype.bytes(), (n - 1) * dtype.bytes()),
+                Arrays.copyOfRange(range, 7 * dtype.bytes(), (n + 3) * dtype.bytes()));
     }
 
     @Test

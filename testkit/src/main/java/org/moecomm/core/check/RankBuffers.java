@@ -38,6 +38,9 @@ public final class RankBuffers {
     private final DispatchOutput dispatchOut;
     private final Tensor expertY;
     private final Tensor out;
+    /** Host copy of the dispatch counts, for {@link #runExperts}. */
+    private final MemorySegment counts;
+    private final ExpertHostBuffers host = new ExpertHostBuffers();
 
     private RankBuffers(MoeAllToAll handle) {
         this.handle = handle;
@@ -57,6 +60,7 @@ public final class RankBuffers {
                 c.scalesPerToken() > 0 ? memory.allocate(DType.FP32, l, cap, c.scalesPerToken()) : null);
         expertY = memory.allocate(c.expertOutType(), l, cap, c.hidden());
         out = memory.allocate(c.outType(), mMax, c.hidden());
+        counts = Arena.ofAuto().allocate(4L * l, 4);
     }
 
     public static RankBuffers allocate(MoeAllToAll handle) {
@@ -125,6 +129,10 @@ public final class RankBuffers {
      * (read back from the dispatch outputs) and writes the results, in the same row order, into
      * {@code expertY}. Rows beyond each expert's count are left as they are; an expert whose
      * count is out of range (a broken dispatch) is skipped.
+     *
+     * <p>Per expert one copy of its rows (and scales) to the host and one copy of its outputs
+     * back; the rows are computed one by one ({@link Workload#fakeExpertRow}) in host buffers that
+     * this object keeps and reuses from call to call (so one rank's thread calls it at a time).
      */
     public void runExperts() {
         MoeConfig c = config;
@@ -134,32 +142,69 @@ public final class RankBuffers {
         int yb = h * c.expertOutType().bytes();
         int s = c.scalesPerToken();
         long cap = c.expertCapacity();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment counts = arena.allocate(4L * l, 4);
-            memory.copyToHost(dispatchOut.expertNumTokens().buf(), 0, counts);
-            for (int i = 0; i < l; i++) {
-                int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
-                if (n <= 0 || n > cap) {
-                    // nothing valid to play; a wrong count is reported by ResultCheck, and the round
-                    // must still go on so that the other ranks do not wait for this one
-                    continue;
-                }
-                MemorySegment rows = arena.allocate((long) n * xb, 16);
-                memory.copyToHost(dispatchOut.expertX().buf(), i * cap * xb, rows);
-                MemorySegment sc = arena.allocate(Math.max(4, 4L * n * s), 4);
-                if (s > 0) {
-                    memory.copyToHost(dispatchOut.expertXScale().buf(), i * cap * s * 4, sc.asSlice(0, 4L * n * s));
-                }
-                MemorySegment ys = arena.allocate((long) n * yb, 16);
-                int expert = handle.rank() * l + i;
-                for (int r = 0; r < n; r++) {
-                    byte[] token = rows.asSlice((long) r * xb, xb).toArray(ValueLayout.JAVA_BYTE);
-                    float[] scales = s > 0 ? sc.asSlice(4L * r * s, 4L * s).toArray(ValueLayout.JAVA_FLOAT) : new float[0];
-                    byte[] y = Workload.fakeExpert(c, expert, token, scales);
-                    MemorySegment.copy(MemorySegment.ofArray(y), 0, ys, (long) r * yb, yb);
-                }
-                memory.copyFromHost(expertY.buf(), i * cap * yb, ys);
+        memory.copyToHost(dispatchOut.expertNumTokens().buf(), 0, counts);
+        int most = 0;
+        for (int i = 0; i < l; i++) {
+            int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
+            if (n > 0 && n <= cap) {
+                most = Math.max(most, n);
             }
+        }
+        if (most == 0) {
+            return;
+        }
+        host.reserve(most, (int) cap, xb, yb, s);
+        for (int i = 0; i < l; i++) {
+            int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
+            if (n <= 0 || n > cap) {
+                // nothing valid to play; a wrong count is reported by ResultCheck, and the round
+                // must still go on so that the other ranks do not wait for this one
+                continue;
+            }
+            MemorySegment stage = host.stage;
+            MemorySegment rows = stage.asSlice(0, (long) n * xb);
+            memory.copyToHost(dispatchOut.expertX().buf(), i * cap * xb, rows);
+            MemorySegment.copy(rows, ValueLayout.JAVA_BYTE, 0, host.x, 0, n * xb);
+            if (s > 0) {
+                MemorySegment sc = stage.asSlice(0, 4L * n * s);
+                memory.copyToHost(dispatchOut.expertXScale().buf(), i * cap * s * 4, sc);
+                MemorySegment.copy(sc, ValueLayout.JAVA_FLOAT, 0, host.scales, 0, n * s);
+            }
+            int expert = handle.rank() * l + i;
+            for (int r = 0; r < n; r++) {
+                Workload.fakeExpertRow(c, expert, host.x, r * h, host.scales, r * s, host.work, host.y, r * h);
+            }
+            MemorySegment ys = stage.asSlice(0, (long) n * yb);
+            MemorySegment.copy(host.y, 0, ys, ValueLayout.JAVA_BYTE, 0, n * yb);
+            memory.copyFromHost(expertY.buf(), i * cap * yb, ys);
+        }
+    }
+
+    /**
+     * Host buffers of {@link #runExperts}, grown to the most rows one expert had so far: a native
+     * staging segment for the copies (a GPU backend copies from and to native memory) and arrays
+     * for the rows, their scales and their outputs.
+     */
+    private static final class ExpertHostBuffers {
+        private int rows;
+        private MemorySegment stage;
+        private byte[] x;
+        private float[] scales;
+        private byte[] y;
+        private float[] work;
+
+        /** Room for {@code n} rows at least (twice the rows so far, up to {@code cap}, where that is more). */
+        void reserve(int n, int cap, int xb, int yb, int s) {
+            if (n <= rows) {
+                return;
+            }
+            rows = Math.max(n, Math.min(2 * rows, cap));
+            long stageBytes = Math.max(4L * rows * s, (long) rows * Math.max(xb, yb));
+            stage = Arena.ofAuto().allocate(stageBytes, 16);
+            x = new byte[rows * xb];
+            scales = new float[rows * s];
+            y = new byte[rows * yb];
+            work = new float[MoeConfig.SCALE_BLOCK];
         }
     }
 

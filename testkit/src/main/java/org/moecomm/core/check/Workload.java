@@ -265,24 +265,49 @@ public final class Workload {
      * The fake expert {@code e}: {@code y[h] = v[h] * (1 + e/E) + e/(16E)} in float32, where
      * {@code v} is the token as the expert receives it, dequantised (fp8 values times their block's
      * scale), stored as expertOutType. Needs only the row and the expert id, so it can be applied
-     * to dispatch's output rows.
+     * to dispatch's output rows. One row at a time through {@link #fakeExpertRow}, as
+     * {@link RankBuffers#runExperts} applies it to an expert's rows in bulk.
      */
     public static byte[] fakeExpert(MoeConfig c, int expert, byte[] tokenBytes, float[] scales) {
         int h = c.hidden();
+        byte[] y = new byte[h * c.expertOutType().bytes()];
+        fakeExpertRow(c, expert, tokenBytes, 0, scales, 0, new float[MoeConfig.SCALE_BLOCK], y, 0);
+        return y;
+    }
+
+    /**
+     * {@link #fakeExpert} on one row held inside larger arrays, without allocating: reads the H
+     * elements (expertInType) of {@code x} from element {@code xFirst} on and, when the experts
+     * get block scales, the row's scales from {@code scales[sFirst]} on; writes the H output
+     * elements (expertOutType) into {@code y} from element {@code yFirst} on. {@code work} is
+     * scratch of at least {@link MoeConfig#SCALE_BLOCK} floats.
+     */
+    public static void fakeExpertRow(MoeConfig c, int expert, byte[] x, int xFirst, float[] scales, int sFirst,
+                                     float[] work, byte[] y, int yFirst) {
+        int h = c.hidden();
         float a = 1f + (float) expert / c.numExperts();
         float b = (float) expert / (16f * c.numExperts());
-        byte[] y = new byte[h * c.expertOutType().bytes()];
-        float[] v = Reference.decodeAll(c.expertInType(), tokenBytes, h);
-        for (int i = 0; i < h; i++) {
-            float x = v[i];
-            if (c.scalesPerToken() > 0) {
-                x = x * scales[i / MoeConfig.SCALE_BLOCK];
+        boolean scaled = c.scalesPerToken() > 0;
+        DType in = c.expertInType();
+        DType out = c.expertOutType();
+        // block by block (one scale's elements), so that the floats stay in the first level cache
+        for (int start = 0, blk = 0; start < h; start += MoeConfig.SCALE_BLOCK, blk++) {
+            int len = Math.min(MoeConfig.SCALE_BLOCK, h - start);
+            Reference.decodeRange(in, x, xFirst + start, work, len);
+            if (scaled) {
+                float scale = scales[sFirst + blk];
+                for (int i = 0; i < len; i++) {
+                    float product = (work[i] * scale) * a;
+                    work[i] = product + b;
+                }
+            } else {
+                for (int i = 0; i < len; i++) {
+                    float product = work[i] * a;
+                    work[i] = product + b;
+                }
             }
-            float product = x * a;
-            v[i] = product + b;
+            Reference.encodeRange(out, work, len, y, yFirst + start);
         }
-        Reference.encodeAll(c.expertOutType(), v, y, 0);
-        return y;
     }
 
     @Override

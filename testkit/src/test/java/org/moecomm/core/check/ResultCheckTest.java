@@ -76,6 +76,20 @@ class ResultCheckTest {
     }
 
     @Test
+    void aWriteAtTheEndOfTheCapacityOrAScaleBeyondTheCountIsReported() {
+        long cap = CONFIG.expertCapacity();
+        assertReports(corrupted(b -> {
+            // the last byte of expert 1's rows (the last chunk the check reads)
+            assertTrue(b.dispatchOutput().expertNumTokens().buf().getInt(1) < cap);
+            b.dispatchOutput().expertX().buf().setByte(2 * cap * 256 - 1, (byte) 0);
+        }).dispatch(), "expert 1: rows beyond the count");
+        assertReports(corrupted(b -> {
+            int n = b.dispatchOutput().expertNumTokens().buf().getInt(0);
+            b.dispatchOutput().expertXScale().buf().setFloat((long) n * 2 + 1, 1f);
+        }).dispatch(), "expert 0: rows beyond the count");
+    }
+
+    @Test
     void anOutputBitOffAndAnUnwrittenRowAreReported() {
         assertReports(corrupted(b -> {
             Buf out = b.out().buf();

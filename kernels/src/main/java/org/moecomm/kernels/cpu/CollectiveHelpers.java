@@ -81,17 +81,57 @@ public final class CollectiveHelpers {
         }
     }
 
+    /** A reduceSlice call as its block's: the quad of the block's thread 0 ({@code base}) in place of the caller's. */
+    private record BlockSum(int t, int base, int step, Buf combineRecv, Buf pairLocation, Buf weights, int hidden,
+                            int topK, int yDtype) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof BlockSum c && t == c.t && base == c.base && step == c.step && hidden == c.hidden
+                    && topK == c.topK && yDtype == c.yDtype && sameMemory(combineRecv, c.combineRecv)
+                    && sameMemory(pairLocation, c.pairLocation) && sameMemory(weights, c.weights);
+        }
+
+        @Override
+        public int hashCode() {
+            return (t * 31 + base) * 31 + step;
+        }
+    }
+
     /**
      * {@code MoeKernels.reduceSlice(t, firstQuad, step, combineRecv, pairLocation, weights, out,
      * hidden, topK, yDtype, outDtype)}: the calling thread's quads {@code firstQuad, firstQuad +
-     * step, ...} of token {@code t}, each pair's location and weight loaded once for all of them
-     * ({@link RowReduction}). Not collective: a thread's quads are its own, whatever the others
-     * take (a block-wide version, its first thread summing the block's quads, measured no faster:
-     * the other threads' check-ins cost what their few quads cost).
+     * step, ...} of token {@code t}. The library's kernels give thread {@code i} of a block the
+     * quads from {@code base + i} at a step of at least the block's threads; run thread by thread,
+     * those quads lie a step apart, and every cache line of the token's rows was read again by
+     * each thread that takes a quad of it. So the first thread of a loop block to make such a call
+     * sums the runs of quads of all the block's threads at once, each row read front to back
+     * ({@link RowReduction#sum}, kept in the block's {@link BlockSums} until its next barrier, while
+     * there is room), and each thread with the same call stores its own quads from those sums. A thread stores only its
+     * own quads, so a call of another form (a step below the block's threads, or a first quad that
+     * is not {@code base + i}) is exact too: it sums the caller's quads alone. Each element is
+     * summed and stored as the helper does, so the bits are the same.
      */
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf out, int hidden, int topK, int yDtype, int outDtype) {
-        RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
-                outDtype);
+        LoopBlock block = LoopBlock.running();
+        int base = block == null ? -1 : firstQuad - block.runningThread();
+        if (base < 0 || step < block.threads) {
+            RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
+                    outDtype);
+            return;
+        }
+        BlockSum call = new BlockSum(t, base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype);
+        float[] sums = block.sums().of(call);
+        if (sums == null) {
+            sums = block.sums().makeFor(call, hidden);
+            if (sums == null) { // the block keeps as many tokens as it may: this one is the caller's alone
+                RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK,
+                        yDtype, outDtype);
+                return;
+            }
+            RowReduction.sum(t, base, step, block.threads, combineRecv, pairLocation, weights, sums, hidden, topK,
+                    yDtype);
+        }
+        RowReduction.store(t, firstQuad, step, sums, out, hidden, outDtype);
     }
 }

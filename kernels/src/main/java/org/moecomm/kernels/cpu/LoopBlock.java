@@ -30,6 +30,8 @@ final class LoopBlock extends Block {
     private final int[] current = new int[1];
     /** The collective calls of the threads since the block's last barrier. */
     private final CollectiveLedger ledger;
+    /** A token's reduction for the whole block since its last barrier (reduceSlice). */
+    private final BlockSums sums = new BlockSums();
     private int done;
     /** Times in a row {@link #advance()} returned without the block finishing. */
     int stalls;
@@ -123,8 +125,12 @@ final class LoopBlock extends Block {
         return true;
     }
 
-    /** Checks the collective calls of the stretch that ends here; false when that failed the launch. */
+    /**
+     * Checks the collective calls of the stretch that ends here and forgets its block sums; false
+     * when that failed the launch.
+     */
     private boolean closeLedger() {
+        sums.clear();
         try {
             ledger.close();
             return true;
@@ -146,6 +152,10 @@ final class LoopBlock extends Block {
 
     CollectiveLedger ledger() {
         return ledger;
+    }
+
+    BlockSums sums() {
+        return sums;
     }
 
     private int firstDone() {

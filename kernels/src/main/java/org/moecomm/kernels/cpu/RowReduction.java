@@ -32,6 +32,35 @@ final class RowReduction {
 
     static void reduce(int t, int firstQuad, int step, int span, Buf combineRecv, Buf pairLocation, Buf weights,
                        Buf out, int hidden, int topK, int yDtype, int outDtype) {
+        sum(t, firstQuad, step, span, combineRecv, pairLocation, weights, out, null, hidden, topK, yDtype, outDtype);
+    }
+
+    /**
+     * As {@link #reduce}, but each quad's four sums go to {@code sums[4q .. 4q+3]} (at least
+     * {@code hidden} floats) instead of {@code out}: the sums of a whole block, which each of its
+     * threads then stores its own quads of ({@link #store(int, int, int, float[], Buf, int, int)}).
+     */
+    static void sum(int t, int firstQuad, int step, int span, Buf combineRecv, Buf pairLocation, Buf weights,
+                    float[] sums, int hidden, int topK, int yDtype) {
+        sum(t, firstQuad, step, span, combineRecv, pairLocation, weights, null, sums, hidden, topK, yDtype, -1);
+    }
+
+    /** Stores the quads {@code firstQuad, firstQuad + step, ...} of token {@code t} from {@code sums}, as {@link #reduce} stores them. */
+    static void store(int t, int firstQuad, int step, float[] sums, Buf out, int hidden, int outDtype) {
+        if (step < 1) {
+            throw new IllegalArgumentException("reduceSlice with a step of " + step + " never ends");
+        }
+        int quads = hidden / QUAD;
+        long outFirst = (long) t * hidden;
+        for (int q = firstQuad; q < quads; q += step) {
+            int e = q * QUAD;
+            store(out, outFirst + e, sums[e], sums[e + 1], sums[e + 2], sums[e + 3], outDtype);
+        }
+    }
+
+    /** The sums of {@link #reduce}, stored into {@code out} or, when {@code sums} is given, kept there. */
+    private static void sum(int t, int firstQuad, int step, int span, Buf combineRecv, Buf pairLocation, Buf weights,
+                            Buf out, float[] sums, int hidden, int topK, int yDtype, int outDtype) {
         int quads = hidden / QUAD;
         if (firstQuad >= quads) {
             return;
@@ -58,17 +87,18 @@ final class RowReduction {
         for (long start = firstQuad; start < quads; start += step) {
             int end = (int) Math.min(quads, start + run);
             for (int q = (int) start; q < end; q++) {
-                sumQuad(out, outFirst + (long) q * QUAD, combineRecv, rows, w, pairs, (long) q * QUAD, yDtype, outDtype);
+                sumQuad(out, outFirst + (long) q * QUAD, sums, combineRecv, rows, w, pairs, q * QUAD, yDtype, outDtype);
             }
         }
     }
 
     /**
-     * Elements {@code h .. h+3} of the token's sum ({@code out[i ..]}): four accumulators from 0,
-     * {@code acc + w * element} for each routed pair in k order, stored as the helper stores them.
+     * Elements {@code h .. h+3} of the token's sum: four accumulators from 0, {@code acc + w *
+     * element} for each routed pair in k order, stored as the helper stores them ({@code out[i ..]})
+     * or kept in {@code sums[h ..]} when that is given.
      */
-    private static void sumQuad(Buf out, long i, Buf y, long[] rows, float[] w, int pairs, long h, int yDtype,
-                                int outDtype) {
+    private static void sumQuad(Buf out, long i, float[] sums, Buf y, long[] rows, float[] w, int pairs, int h,
+                                int yDtype, int outDtype) {
         float a0 = 0f;
         float a1 = 0f;
         float a2 = 0f;
@@ -82,13 +112,7 @@ final class RowReduction {
                 a2 += wp * y.getFloat(e + 2);
                 a3 += wp * y.getFloat(e + 3);
             }
-            storeElement(out, i, outDtype, a0);
-            storeElement(out, i + 1, outDtype, a1);
-            storeElement(out, i + 2, outDtype, a2);
-            storeElement(out, i + 3, outDtype, a3);
-            return;
-        }
-        if (yDtype == FP8) {
+        } else if (yDtype == FP8) {
             for (int p = 0; p < pairs; p++) {
                 int quad = y.getInt((rows[p] + h) >> 2);
                 float wp = w[p];
@@ -116,12 +140,20 @@ final class RowReduction {
                 a3 += wp * Numerics.fp16ToFloat((short) (quad >>> 48));
             }
         }
-        store(out, i, a0, a1, a2, a3, outDtype);
+        if (sums != null) {
+            sums[h] = a0;
+            sums[h + 1] = a1;
+            sums[h + 2] = a2;
+            sums[h + 3] = a3;
+        } else {
+            store(out, i, a0, a1, a2, a3, outDtype);
+        }
     }
 
     /**
-     * Stores elements {@code i .. i+3} of {@code out} as the helper does a 16-bit or fp8 row's
-     * sums: one 8-byte store at {@code i >> 2} for 16-bit outputs, element by element otherwise.
+     * Stores elements {@code i .. i+3} of {@code out} as the helper does: one 8-byte store at
+     * {@code i >> 2} for 16-bit outputs (the bytes of its four 2-byte stores of a float32 row's
+     * sums), element by element otherwise.
      */
     private static void store(Buf out, long i, float v0, float v1, float v2, float v3, int outDtype) {
         if (outDtype == BF16) {

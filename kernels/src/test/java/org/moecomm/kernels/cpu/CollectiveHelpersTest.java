@@ -21,6 +21,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
@@ -89,6 +90,36 @@ class CollectiveHelpersTest {
             compare(new Kernel(CollectiveCallKernels.class, "reduceStrided"), Grid.of(m, threads), seed, sizes,
                     locations(seed, m * topK, rowsOfY), hidden, topK, yDtype, outDtype);
         }
+    }
+
+    /** A block's kept sums end at its barriers: the rows change between two equal calls. */
+    @ParameterizedTest(name = "outDtype {0}")
+    @ValueSource(ints = {0, 2})
+    void sumsKeptForABlockDoNotOutliveItsBarrier(int outDtype) {
+        int m = 3;
+        int rows = 6;
+        int hidden = 64;
+        int topK = 4;
+        long[] sizes = {4L * rows * hidden, 4L * m * topK, 4L * m * topK, 4L * m * hidden};
+        for (long seed = 1; seed <= 3; seed++) {
+            compare(new Kernel(CollectiveCallKernels.class, "reduceChangeReduce"), Grid.of(1, 16), seed, sizes,
+                    locations(seed, m * topK, rows), m, rows, hidden, topK, outDtype);
+        }
+    }
+
+    /**
+     * More tokens in a block than its kept sums hold ({@code BlockSums.CAPACITY}): the tokens
+     * beyond are summed per thread, with the same bits.
+     */
+    @Test
+    void tokensBeyondTheKeptSumsGiveTheHelpersBitsToo() {
+        int hidden = 4096;
+        int m = BlockSums.CAPACITY / hidden + 3;
+        int rowsOfY = 8;
+        int topK = 2;
+        long[] sizes = {(long) rowsOfY * hidden * 2, 4L * m * topK, 4L * m * topK, (long) m * hidden * 2};
+        compare(new Kernel(CollectiveCallKernels.class, "reduceTokens"), Grid.of(1, 1, 32), 7, sizes,
+                locations(7, m * topK, rowsOfY), m, hidden, topK, 0, 0);
     }
 
     @Test

@@ -53,6 +53,35 @@ public final class CollectiveCallKernels {
         }
     }
 
+    /**
+     * One block: it reduces tokens {@code 0 .. m-1} (float32 rows), then, after a barrier, every
+     * thread negates the elements of its quads in every row and, after another barrier, the block
+     * reduces the same tokens again, the same call into the same {@code out}: sums that a loop
+     * block keeps between its barriers must not outlive them.
+     */
+    public static void reduceChangeReduce(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
+                                          int m, int rows, int hidden, int topK, int outDtype) {
+        int threads = ctx.localGroupSizeX();
+        for (int t = 0; t < m; t++) {
+            MoeKernels.reduceSlice(t, ctx.localIdx(), threads, combineRecv, pairLocation, weights, out, hidden, topK,
+                    2, outDtype);
+        }
+        ctx.localBarrier();
+        for (int q = ctx.localIdx(); q < hidden / 4; q += threads) {
+            for (int r = 0; r < rows; r++) {
+                for (int e = 0; e < 4; e++) {
+                    long i = (long) r * hidden + 4 * q + e;
+                    combineRecv.setFloat(i, -combineRecv.getFloat(i));
+                }
+            }
+        }
+        ctx.localBarrier();
+        for (int t = 0; t < m; t++) {
+            MoeKernels.reduceSlice(t, ctx.localIdx(), threads, combineRecv, pairLocation, weights, out, hidden, topK,
+                    2, outDtype);
+        }
+    }
+
     /** One thread per quad-step: thread tid takes quads tid * 3, tid * 3 + step... (not a block's consecutive quads). */
     public static void reduceStrided(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights, Buf out,
                                      int hidden, int topK, int yDtype, int outDtype) {

@@ -143,7 +143,13 @@ for ((r = 0; r < world; r++)); do
 done
 
 # exited PID: the process is gone or a zombie (its status is then collected by `wait`)
-exited() { [ ! -e "/proc/$1" ] || [ "$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" = Z ]; }
+# one read of the process's state: gone (reaped: the read fails) or a zombie. (Testing for
+# /proc/PID first and reading its stat after raced with bash reaping the child in between.)
+exited() {
+  local state
+  state=$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+  [ -z "$state" ] || [ "$state" = Z ]
+}
 
 # ---- every rank running, then the kill ---------------------------------------------------------------
 deadline=$((SECONDS + start_s))
@@ -172,9 +178,15 @@ fi
 kill_ms=$(now_ms)
 kill -9 "${pids[victim]}"
 # bounded: a killed process can sit in the driver a while; `wait` alone could block for good
-for _ in $(seq 1 300); do exited "${pids[victim]}" && break; sleep 0.1; done
 victim_status=not-exited-after-30s
-exited "${pids[victim]}" && { wait "${pids[victim]}" 2>/dev/null; victim_status=$?; }
+for _ in $(seq 1 300); do
+  if exited "${pids[victim]}"; then
+    wait "${pids[victim]}" 2>/dev/null
+    victim_status=$?
+    break
+  fi
+  sleep 0.1
+done
 say "SIGKILL to rank $victim (pid ${pids[victim]}) $((kill_ms - running_ms)) ms after every rank ran; status $victim_status"
 
 # ---- the survivors' exits, bounded -----------------------------------------------------------------

@@ -166,7 +166,8 @@ mode_check() {
   tmp=$(mktemp -d)
   run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" -Xcompiler -fPIC \
     -Xcompiler -Wall -I"$inc" -I"$src" -c "$src/moe_nvshmem.cu" -o "$tmp/moe_nvshmem.o"
-  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" \
+  # shellcheck disable=SC2046
+  run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true $(devfns_flags "$src") -gencode "arch=compute_$arch,code=sm_$arch" \
     -gencode "arch=compute_$arch,code=compute_$arch" -I"$inc" -I"$src" -fatbin "$src/moe_nvshmem_devfns.cu" \
     -o "$tmp/moe_nvshmem_devfns.fatbin"
   run "$cuda/bin/nvcc" -std=c++17 -O2 -rdc=true -arch="sm_$arch" -I"$inc" -I"$src" -ptx \

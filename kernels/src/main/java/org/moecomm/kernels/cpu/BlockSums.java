@@ -1,6 +1,8 @@
 package org.moecomm.kernels.cpu;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -17,6 +19,9 @@ final class BlockSums {
     static final int CAPACITY = 1 << 18;
 
     private final Map<Object, float[]> byCall = new HashMap<>();
+    /** Arrays handed out since the last barrier ({@code used} of them), kept for the next stretches. */
+    private final List<float[]> arrays = new ArrayList<>();
+    private int used;
     private int floats;
 
     /** The sums made for {@code call} since the last barrier, or {@code null}. */
@@ -25,22 +30,29 @@ final class BlockSums {
     }
 
     /**
-     * A zeroed array of {@code size} floats, now {@code call}'s (the caller fills it), or {@code
-     * null} when the block keeps as many as it may.
+     * An array of {@code size} floats or more, now {@code call}'s: the caller writes every sum it
+     * reads later (an array of an earlier stretch is handed out again, as it is), or {@code null}
+     * when the block keeps as many as it may.
      */
     float[] makeFor(Object call, int size) {
         if (floats + size > CAPACITY) {
             return null;
         }
-        float[] sums = new float[size];
+        if (used == arrays.size()) {
+            arrays.add(new float[size]);
+        } else if (arrays.get(used).length < size) {
+            arrays.set(used, new float[size]);
+        }
+        float[] sums = arrays.get(used++);
         byCall.put(call, sums);
         floats += size;
         return sums;
     }
 
     void clear() {
-        if (floats > 0) {
+        if (used > 0) {
             byCall.clear();
+            used = 0;
             floats = 0;
         }
     }

@@ -11,10 +11,12 @@ import org.moecomm.kernels.api.Numerics;
  * skipped one, location -1, adds nothing), converted as the helper stores it, read and written at
  * the helper's indices. Only the work is arranged for a CPU: the token's locations and weights are
  * loaded once per call, not once per quad (the routed pairs' row offsets and weights in two arrays
- * of {@code topK}), and each quad's four sums stay in locals. Nothing is allocated per element:
- * an accumulator row of the whole hidden dimension per call, as this class had when a block's
- * first thread summed all of the block's quads, cost a 7168-float array per thread and token once
- * every thread summed its own quads (three quarters of a deepseek-v3 round's samples, in zeroing it).
+ * of {@code topK}), and each quad's four sums stay in locals. {@link #reduce} stores them; {@link
+ * #sum} keeps a whole block's in an array the caller owns ({@link BlockSums}), from which each
+ * thread {@link #store}s its own quads. Nothing is allocated per call beyond the two arrays of
+ * {@code topK}: an accumulator row of the whole hidden dimension allocated on every call (as
+ * 49a9dce had) cost a 7168-float array per thread and deepseek-v3 token, three quarters of a
+ * round's samples in zeroing it.
  *
  * <p>The dtype codes are those of {@code MoeKernels} (bf16 0, fp16 1, fp32 2, fp8-e4m3 3); the
  * helper reads a code it does not know as fp16 in 8-byte quads and stores it as float32, and so

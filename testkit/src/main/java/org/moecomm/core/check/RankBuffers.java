@@ -143,13 +143,7 @@ public final class RankBuffers {
         int s = c.scalesPerToken();
         long cap = c.expertCapacity();
         memory.copyToHost(dispatchOut.expertNumTokens().buf(), 0, counts);
-        int most = 0;
-        for (int i = 0; i < l; i++) {
-            int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
-            if (n > 0 && n <= cap) {
-                most = Math.max(most, n);
-            }
-        }
+        int most = mostRows(counts, l, cap);
         if (most == 0) {
             return;
         }
@@ -178,6 +172,18 @@ public final class RankBuffers {
             MemorySegment.copy(host.y, 0, ys, ValueLayout.JAVA_BYTE, 0, n * yb);
             memory.copyFromHost(expertY.buf(), i * cap * yb, ys);
         }
+    }
+
+    /** The most rows of one of the {@code experts} counts in {@code counts}, of those in range ({@code 1 .. cap}); 0 if none. */
+    static int mostRows(MemorySegment counts, int experts, long cap) {
+        int most = 0;
+        for (int i = 0; i < experts; i++) {
+            int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
+            if (n > 0 && n <= cap) {
+                most = Math.max(most, n);
+            }
+        }
+        return most;
     }
 
     /**

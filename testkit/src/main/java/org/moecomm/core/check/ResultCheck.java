@@ -98,13 +98,7 @@ public final class ResultCheck {
             memory.copyToHost(out.expertNumTokens().buf(), 0, counts);
             // one expert's rows and scales at a time, in host memory allocated once for all experts;
             // the rows beyond the count are read chunk by chunk into a buffer that stays in cache
-            int most = 0;
-            for (int i = 0; i < l; i++) {
-                int n = counts.getAtIndex(ValueLayout.JAVA_INT, i);
-                if (n > 0 && n <= cap) {
-                    most = Math.max(most, n);
-                }
-            }
+            int most = RankBuffers.mostRows(counts, l, cap);
             MemorySegment xs = arena.allocate(Math.max(1, (long) most * xb), 16);
             MemorySegment ss = arena.allocate(Math.max(1, (long) most * sb), 16);
             MemorySegment chunk = arena.allocate(UNTOUCHED_CHUNK, 16);

@@ -9,6 +9,10 @@
 #      launch latency and skew, see `moecomm bench --help`, --start) -> $OUT/mps-<start>/, with
 #      the launch-cost benchmark again under MPS in mps-host/.
 # With PROBE_NCU=1 instead: Nsight Compute over one rank's kernels ($OUT/ncu.log).
+# With PROBE_NCU_KERNEL=NAME instead (pack, scatter, gather or reduce): Nsight Compute over that
+# kernel of the kernel benchmark, the Java kernel and its CUDA twin, at PROBE_NCU_TOKENS (default
+# 4096) tokens: $OUT/ncu-NAME.log (throughput, occupancy, warp states, memory) and
+# $OUT/ncu-NAME-hot-<kernel>.txt (the SASS lines with the most stall samples, scripts/ncu-hotspots.py).
 # No tests run here: scripts/gpu-nvshmem-check.sh is the check.
 # Environment: PROBE_PRESETS (default deepseek-v3), PROBE_TOKENS (default 1,8,32,128), OUT.
 set -uo pipefail
@@ -24,6 +28,31 @@ if ! bash scripts/gpu-nvshmem-build.sh build > "$out/nvshmem-build.log" 2>&1; th
 fi
 # shellcheck disable=SC1091
 source "${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}/env.sh"
+
+if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
+  name=$PROBE_NCU_KERNEL
+  work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-probe.XXXXXX")
+  # shellcheck source=scripts/bundle.sh
+  source "$root/scripts/bundle.sh"
+  java=$(bundle_java .gpu-carry "$work") || exit 2
+  classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
+  echo "== Nsight Compute, kernel benchmark $name, ${PROBE_NCU_TOKENS:-4096} tokens ${PROBE_NCU_ARGS:-}"
+  # shellcheck disable=SC2086
+  ncu --clock-control none --kernel-name "regex:$name" --launch-skip 2 --launch-count 2 --set full \
+    --import-source no -o "$work/report" -f \
+    "$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
+    "-Djava.io.tmpdir=$work" -cp "$classpath" org.moecomm.bench.gpu.KernelBenchmark --kernels "$name" \
+    --tokens "${PROBE_NCU_TOKENS:-4096}" --warmups 2 --reps 3 --twin-ptx .gpu-carry/twins/twins.ptx \
+    --out-dir "$work" ${PROBE_NCU_ARGS:-} > "$out/ncu-$name-run.log" 2>&1
+  echo "ncu exit status: $?"
+  ncu -i "$work/report.ncu-rep" --page details > "$out/ncu-$name.log" 2>&1
+  ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
+  python3 scripts/ncu-hotspots.py "$work/source.csv" > "$out/ncu-$name-hot.txt" 2>&1
+  grep -E "^  [A-Za-z_].*\(|Duration|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|DRAM Throughput|Registers Per|Stall|Warp Cycles Per Issued" \
+    "$out/ncu-$name.log" | head -60
+  rm -rf "$work"
+  exit 0
+fi
 
 if [ "${PROBE_NCU:-0}" = 1 ]; then
   # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the four kernels of

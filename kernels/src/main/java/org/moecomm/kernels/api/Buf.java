@@ -120,6 +120,28 @@ public final class Buf {
         }
     }
 
+    /**
+     * Eight 16-byte copies, as {@link #copy16x4} does four: the eight loads are in flight
+     * together on the GPU (128 bytes per thread), for copies that need more bytes in flight than
+     * the threads resident on a multiprocessor give with four (docs/kernels-in-java.md). It takes
+     * 32 more registers than copy16x4. The ranges must not overlap.
+     */
+    public void copy16x8(long dstIndex, Buf src, long srcIndex, long stride) {
+        for (int j = 0; j < 8; j++) {
+            copy16(dstIndex + j * stride, src, srcIndex + j * stride);
+        }
+    }
+
+    /**
+     * The first {@code count} of {@link #copy16x8}'s eight copies ({@code count} from 0 to 8; none
+     * when it is 0 or less), predicated on the GPU as {@link #copy16xN} is.
+     */
+    public void copy16x8N(long dstIndex, Buf src, long srcIndex, long stride, int count) {
+        for (int j = 0; j < Math.min(count, 8); j++) {
+            copy16(dstIndex + j * stride, src, srcIndex + j * stride);
+        }
+    }
+
     @Override
     public String toString() {
         return "Buf[" + segment.byteSize() + " bytes @0x" + Long.toHexString(segment.address()) + "]";

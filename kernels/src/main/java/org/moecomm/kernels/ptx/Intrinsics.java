@@ -160,21 +160,22 @@ final class Intrinsics {
     }
 
     /**
-     * {@code Buf.copy16x4} ({@code count} null) and {@code Buf.copy16xN} (copy {@code j} only when
-     * {@code j < count}, by predicates): four 16-byte loads at {@code srcIndex + j*stride}, all
-     * issued before the four stores, so that they are in flight together.
+     * {@code Buf.copy16x4} and {@code Buf.copy16x8} ({@code count} null), {@code Buf.copy16xN} and
+     * {@code Buf.copy16x8N} (copy {@code j} only when {@code j < count}, by predicates): {@code n}
+     * 16-byte loads at {@code srcIndex + j*stride}, all issued before the {@code n} stores, so that
+     * they are in flight together.
      */
-    private static void copyFourPieces(Call c, String count) {
+    private static void copyPieces(Call c, int n, String count) {
         PtxFunction f = c.f();
         String step = f.tmp("b64");
         f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
-        String[] src = new String[4];
-        String[] dst = new String[4];
-        String[] guard = new String[4];
-        String[] values = new String[4];
+        String[] src = new String[n];
+        String[] dst = new String[n];
+        String[] guard = new String[n];
+        String[] values = new String[n];
         src[0] = elementAddress(f, c.arg(2), c.arg(3), 4);
         dst[0] = elementAddress(f, c.arg(0), c.arg(1), 4);
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < n; j++) {
             if (j > 0) {
                 src[j] = f.tmp("b64");
                 dst[j] = f.tmp("b64");
@@ -190,7 +191,7 @@ final class Intrinsics {
             values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
             f.op(guard[j] + "ld.global.v4.u32 " + values[j] + ", [" + src[j] + "]");
         }
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < n; j++) {
             f.op(guard[j] + "st.global.v4.u32 [" + dst[j] + "], " + values[j]);
         }
     }
@@ -295,8 +296,10 @@ final class Intrinsics {
             f.op("ld.global.v4.u32 " + v + ", [" + src + "]");
             f.op("st.global.v4.u32 [" + dst + "], " + v);
         });
-        def(BUF, "copy16x4", "(J" + B + "JJ)V", c -> copyFourPieces(c, null));
-        def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> copyFourPieces(c, c.arg(5)));
+        def(BUF, "copy16x4", "(J" + B + "JJ)V", c -> copyPieces(c, 4, null));
+        def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> copyPieces(c, 4, c.arg(5)));
+        def(BUF, "copy16x8", "(J" + B + "JJ)V", c -> copyPieces(c, 8, null));
+        def(BUF, "copy16x8N", "(J" + B + "JJI)V", c -> copyPieces(c, 8, c.arg(5)));
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

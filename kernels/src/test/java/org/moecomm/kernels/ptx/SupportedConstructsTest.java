@@ -417,17 +417,41 @@ class SupportedConstructsTest {
     @Test
     void copy16x4IssuesItsFourLoadsBeforeItsStores() throws Exception {
         String p = ptx("copyFour");
-        assertFourLoadsThenFourStores(p, "");
+        assertLoadsThenStores(p, 4, "");
         assertFalse(p.contains("setp.gt.s32"), p); // not predicated
     }
 
-    /** Four 16-byte loads, each with {@code guard} in front, all before the four stores. */
-    private static void assertFourLoadsThenFourStores(String p, String guard) {
+    static void copyEight(KernelContext ctx, Buf dst, Buf src, long i, long stride) {
+        dst.copy16x8(i, src, i + 1, stride);
+    }
+
+    @Test
+    void copy16x8IssuesItsEightLoadsBeforeItsStores() throws Exception {
+        String p = ptx("copyEight");
+        assertLoadsThenStores(p, 8, "");
+        assertFalse(p.contains("setp.gt.s32"), p);
+    }
+
+    static void copySomeOfEight(KernelContext ctx, Buf dst, Buf src, long i, long stride, int count) {
+        dst.copy16x8N(i, src, i + 1, stride, count);
+    }
+
+    @Test
+    void copy16x8NPredicatesItsEightLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
+        String p = ptx("copySomeOfEight");
+        assertLoadsThenStores(p, 8, "@%tp\\d+ ");
+        for (int j = 0; j < 8; j++) {
+            matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
+        }
+    }
+
+    /** {@code n} 16-byte loads, each with {@code guard} in front, all before the {@code n} stores. */
+    private static void assertLoadsThenStores(String p, int n, String guard) {
         int lastLoad = p.lastIndexOf("ld.global.v4.u32");
         int firstStore = p.indexOf("st.global.v4.u32");
         assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
-        assertEquals(4, p.split(guard + "ld\\.global\\.v4\\.u32", -1).length - 1, p);
-        assertEquals(4, p.split(guard + "st\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(n, p.split(guard + "ld\\.global\\.v4\\.u32", -1).length - 1, p);
+        assertEquals(n, p.split(guard + "st\\.global\\.v4\\.u32", -1).length - 1, p);
     }
 
     static void timed(KernelContext ctx, Buf out) {
@@ -452,7 +476,7 @@ class SupportedConstructsTest {
     @Test
     void copy16xNPredicatesItsFourLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
         String p = ptx("copySome");
-        assertFourLoadsThenFourStores(p, "@%tp\\d+ ");
+        assertLoadsThenStores(p, 4, "@%tp\\d+ ");
         for (int j = 0; j < 4; j++) {
             matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
         }

@@ -126,27 +126,27 @@ __device__ __forceinline__ int nth_local_expert(const int* ids, int topK, int fi
   return result;
 }
 
-// A team of width lanes copies pieces 16-byte pieces, four per lane at a time with the four
-// loads issued before the four stores (one round trip to memory per four), then the tail of
-// fewer than four per lane the same way.
+// A team of width lanes copies pieces 16-byte pieces, eight per lane at a time with the eight
+// loads issued before the eight stores (one round trip to memory per eight: MoeKernels.copyPiecesDeep),
+// then the tail of fewer than eight per lane the same way, predicated.
 __device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pieces, int lane, int width) {
   int i = lane;
-  for (; i + 3 * width < pieces; i += 4 * width) {
-    const uint4 a = src[i], b = src[i + width], c = src[i + 2 * width], d = src[i + 3 * width];
-    dst[i] = a;
-    dst[i + width] = b;
-    dst[i + 2 * width] = c;
-    dst[i + 3 * width] = d;
+  for (; i + 7 * width < pieces; i += 8 * width) {
+    uint4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) v[j] = src[i + j * width];
+#pragma unroll
+    for (int j = 0; j < 8; j++) dst[i + j * width] = v[j];
   }
   if (i < pieces) {
-    const int count = (pieces - i + width - 1) / width;  // 1 to 3
-    uint4 a, b, c;
-    a = src[i];
-    if (count > 1) b = src[i + width];
-    if (count > 2) c = src[i + 2 * width];
-    dst[i] = a;
-    if (count > 1) dst[i + width] = b;
-    if (count > 2) dst[i + 2 * width] = c;
+    const int count = (pieces - i + width - 1) / width;  // 1 to 7
+    uint4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+      if (j < count) v[j] = src[i + j * width];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+      if (j < count) dst[i + j * width] = v[j];
   }
 }
 
@@ -189,7 +189,8 @@ __device__ __forceinline__ void copy_rows_to_send(const uint8_t* x, const int* x
 
 }  // namespace
 
-extern "C" __global__ void pack_twin(const uint8_t* x, const float* xScale, const int* indices, int* numTokens,
+// The bounds of MoeKernels.pack (@LaunchBounds): 256 threads, two blocks per SM.
+extern "C" __global__ void __launch_bounds__(kMaxThreads, 2) pack_twin(const uint8_t* x, const float* xScale, const int* indices, int* numTokens,
                                      uint8_t* dispatchSend, int* sendRows, int* pairLocation, int* inputReport,
                                      int xBytes, int scalesPerToken, int topK, int expertsPerRank, int groupSize,
                                      int member, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,

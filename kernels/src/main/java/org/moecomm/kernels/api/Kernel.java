@@ -89,6 +89,36 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
         return m;
     }
 
+    /** Most threads per block this kernel may be launched with: its {@link LaunchBounds}, else {@link Grid#MAX_THREADS}. */
+    public int maxThreadsPerBlock() {
+        LaunchBounds b = launchBounds();
+        return b == null ? Grid.MAX_THREADS : b.maxThreads();
+    }
+
+    /** The kernel method's {@link LaunchBounds}, checked, or null when it has none. */
+    public LaunchBounds launchBounds() {
+        LaunchBounds b = method().getAnnotation(LaunchBounds.class);
+        if (b != null && (b.maxThreads() < 1 || b.maxThreads() > Grid.MAX_THREADS
+                || b.minBlocksPerMultiprocessor() < 1)) {
+            throw new IllegalArgumentException("kernel " + this + ": @LaunchBounds needs 1 <= maxThreads <= "
+                    + Grid.MAX_THREADS + " and minBlocksPerMultiprocessor >= 1, not " + b.maxThreads() + " and "
+                    + b.minBlocksPerMultiprocessor());
+        }
+        return b;
+    }
+
+    /**
+     * Throws when {@code grid}'s blocks have more threads than {@code maxThreadsPerBlock} (this
+     * kernel's {@link #maxThreadsPerBlock()}, which runners look up once per kernel).
+     */
+    public void checkThreads(Grid grid, int maxThreadsPerBlock) {
+        if (grid.threads() > maxThreadsPerBlock) {
+            throw new IllegalArgumentException("kernel " + this + ": a launch of " + grid.threads()
+                    + " threads per block, above the kernel's most (" + maxThreadsPerBlock
+                    + (maxThreadsPerBlock < Grid.MAX_THREADS ? ", its @LaunchBounds)" : ")"));
+        }
+    }
+
     @Override
     public String toString() {
         return owner.getSimpleName() + "." + name + (constants.isEmpty() ? "" : constants.toString());

@@ -69,7 +69,7 @@ public final class CpuKernelRunner implements KernelRunner {
     private final Execution execution;
     private final ConcurrentHashMap<Kernel, Resolved> resolved = new ConcurrentHashMap<>();
 
-    private record Resolved(Method method, Class<?>[] parameters, MethodHandle handle) {
+    private record Resolved(Method method, Class<?>[] parameters, MethodHandle handle, int maxThreads) {
     }
 
     /** A runner that runs up to {@code availableProcessors()} blocks at once. */
@@ -153,6 +153,7 @@ public final class CpuKernelRunner implements KernelRunner {
         Object[] arguments = args == null ? new Object[0] : args;
         Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
         checkArguments(kernel, r.parameters(), arguments);
+        kernel.checkThreads(grid, r.maxThreads());
         if (execution == Execution.LOOPS) {
             Optional<LoopForm> form = loopForm(r.method());
             if (form.isPresent()) {
@@ -168,7 +169,8 @@ public final class CpuKernelRunner implements KernelRunner {
         Method method = kernel.method();
         try {
             method.setAccessible(true);
-            return new Resolved(method, method.getParameterTypes(), MethodHandles.lookup().unreflect(method));
+            return new Resolved(method, method.getParameterTypes(), MethodHandles.lookup().unreflect(method),
+                    kernel.maxThreadsPerBlock());
         } catch (IllegalAccessException | RuntimeException e) {
             throw new IllegalArgumentException("kernel " + kernel + ": cannot access " + method + ": " + e.getMessage(), e);
         }

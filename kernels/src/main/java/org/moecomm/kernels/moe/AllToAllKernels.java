@@ -2,6 +2,7 @@ package org.moecomm.kernels.moe;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.LaunchBounds;
 import org.moecomm.kernels.api.Specialize;
 
 /**
@@ -84,6 +85,7 @@ public final class AllToAllKernels {
      * @param quantizeFrom -1, or the dtype code (bf16, fp16) of x's tokens, which the rows then carry quantised
      *                     to fp8-e4m3 with block scales ({@link MoeKernels#finishShare}; xBytes = H)
      */
+    @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
                                     Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,

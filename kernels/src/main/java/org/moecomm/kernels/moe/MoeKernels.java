@@ -2,6 +2,7 @@ package org.moecomm.kernels.moe;
 
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.LaunchBounds;
 import org.moecomm.kernels.api.Numerics;
 import org.moecomm.kernels.api.Specialize;
 
@@ -85,6 +86,7 @@ public final class MoeKernels {
      * @param pairsPerRegion {@code M*Kd}: pair rows of one source's region of the combine buffers
      * @param fixedTokens m, or -1 to read it from {@code numTokens}
      */
+    @LaunchBounds(maxThreads = MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void pack(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
                             Buf sendRows, Buf pairLocation, Buf inputReport, int xBytes, int scalesPerToken, int topK,
                             int expertsPerRank, int groupSize, int member, int rowBytes, int maxTokens,
@@ -807,7 +809,7 @@ public final class MoeKernels {
                 // the lane's first scale is loaded before the token's pieces, so both are in flight
                 // together: a decode row costs one round trip to memory, not one more for its scales
                 int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
-                copyPieces(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
+                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
                 for (int i = lane; i < copiedScaleWords; i += width) {
                     int bits = laneScale;
@@ -1068,6 +1070,23 @@ public final class MoeKernels {
         }
         if (i < pieces) {
             dst.copy16xN(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
+        }
+    }
+
+    /**
+     * {@link #copyPieces} with eight loads in flight per lane ({@code Buf.copy16x8}): pack's rows
+     * at prefill, where two blocks of 256 threads per SM with four loads each left the copy waiting
+     * on memory (pack at 4096 tokens 110 -> 101 us, benchmarks/results/2026-12-04-pack-copy-depth-experiment/).
+     * It costs 32 registers, which the kernels that call it can spare at two blocks per SM
+     * ({@code @LaunchBounds}); scatter and gather, sized for more resident blocks, keep four.
+     */
+    static void copyPiecesDeep(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+        int i = lane;
+        for (; i + 7 * width < pieces; i += 8 * width) {
+            dst.copy16x8(dstPiece + i, src, srcPiece + i, width);
+        }
+        if (i < pieces) {
+            dst.copy16x8N(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
         }
     }
 

@@ -10,6 +10,7 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Kernel;
+import org.moecomm.kernels.api.LaunchBounds;
 
 /**
  * Compiles a kernel (a static Java method, see {@link Kernel}) from its bytecode to PTX.
@@ -102,8 +103,10 @@ public final class PtxCompiler {
         Objects.requireNonNull(kernel, "kernel");
         long start = System.nanoTime();
         Method method;
+        LaunchBounds bounds;
         try {
             method = kernel.method();
+            bounds = kernel.launchBounds();
         } catch (IllegalArgumentException e) {
             throw new KernelCompileException("cannot compile kernel " + kernel + ": " + e.getMessage(),
                     kernel.owner().getName(), kernel.name(), -1, "not a kernel method");
@@ -113,6 +116,9 @@ public final class PtxCompiler {
         Scope scope = new Scope(kernel, code, null, -1);
         String entry = entryName(kernel);
         PtxFunction f = new PtxFunction(kernel, target, entry);
+        if (bounds != null) {
+            f.launchBounds(bounds.maxThreads(), bounds.minBlocksPerMultiprocessor());
+        }
         int frame = f.newFrame();
 
         Value[] locals = new Value[Math.max(code.maxLocals, 1)];

@@ -26,6 +26,8 @@ final class PtxFunction {
     private final Map<String, Integer> files = new LinkedHashMap<>();
     /** Device functions the body calls, by name: their {@code .extern .func} declarations. */
     private final Map<String, String> externs = new LinkedHashMap<>();
+    /** Performance directives after the parameter list ({@code .maxntid}, {@code .minnctapersm}), or empty. */
+    private String directives = "";
     private int temps;
     private int frames;
     private int lastFile = -1;
@@ -35,6 +37,11 @@ final class PtxFunction {
         this.kernel = kernel;
         this.target = target;
         this.entryName = entryName;
+    }
+
+    /** The entry's launch bounds (LaunchBounds): at most {@code maxThreads} per block, {@code minBlocks} resident per SM. */
+    void launchBounds(int maxThreads, int minBlocks) {
+        directives = ".maxntid " + maxThreads + ", 1, 1\n.minnctapersm " + minBlocks + "\n";
     }
 
     /** A new number for an inlined copy of a method (0 is the kernel itself). */
@@ -172,7 +179,7 @@ final class PtxFunction {
         for (int i = 0; i < params.size(); i++) {
             sb.append(i == 0 ? "\n\t" : ",\n\t").append(params.get(i));
         }
-        sb.append(params.isEmpty() ? ")\n{\n" : "\n)\n{\n");
+        sb.append(params.isEmpty() ? ")\n" : "\n)\n").append(directives).append("{\n");
         for (Map.Entry<String, String> r : registers.entrySet()) {
             sb.append("\t.reg .").append(r.getValue()).append(' ').append(r.getKey()).append(";\n");
         }

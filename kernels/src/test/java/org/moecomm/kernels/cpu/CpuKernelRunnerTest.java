@@ -17,6 +17,7 @@ import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.LaunchBounds;
 
 class CpuKernelRunnerTest {
     private static final Duration NO_HANG = Duration.ofSeconds(20);
@@ -33,6 +34,11 @@ class CpuKernelRunnerTest {
     /** Kernels under test. */
     static final class Kernels {
         static final int BLOCK = 1024;
+
+        @LaunchBounds(maxThreads = 64)
+        public static void bounded(KernelContext ctx, Buf out) {
+            out.setInt(ctx.globalIdx(), 1);
+        }
 
         /** Records every id a thread sees, in the thread's own 8-int slot, and counts visits. */
         public static void ids(KernelContext ctx, Buf out, Buf visits) {
@@ -189,6 +195,19 @@ class CpuKernelRunnerTest {
 
     private Buf ints(int n) {
         return Buf.allocate(arena, 4L * n);
+    }
+
+    @Test
+    void aLaunchAboveTheKernelsLaunchBoundsIsRefusedBeforeItRuns() {
+        Buf out = ints(128);
+        runner.launch(kernel("bounded"), Grid.of(2, 64), out);
+        assertEquals(1, out.getInt(127));
+        out.setInt(0, 0);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> runner.launch(kernel("bounded"), Grid.of(1, 128), out));
+        assertTrue(e.getMessage().contains("Kernels.bounded") && e.getMessage().contains("128 threads per block")
+                && e.getMessage().contains("(64, its @LaunchBounds)"), e.getMessage());
+        assertEquals(0, out.getInt(0), "nothing ran");
     }
 
     @Test

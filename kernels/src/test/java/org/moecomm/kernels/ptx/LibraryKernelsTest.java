@@ -59,6 +59,30 @@ class LibraryKernelsTest {
     }
 
     /**
+     * pack and dispatch send are launched two blocks of 256 threads per SM ({@code @LaunchBounds}):
+     * their deep row copies must leave them within 128 registers, or a second wave of blocks
+     * starts only when the first ends (a grid of two blocks per SM then takes about twice as long).
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"pack", "dispatchSend"})
+    void packAndDispatchSendFitTwoBlocksPerMultiprocessor(String name) throws Exception {
+        Kernel kernel = library().filter(k -> k.name().equals(name)).findFirst().orElse(null);
+        Assumptions.assumeTrue(kernel != null, name + " is not on the class path");
+        int[] positions = kernel.specializedPositions();
+        Object[] args = new Object[positions.length == 0 ? 0 : positions[positions.length - 1] + 1];
+        for (int i = 0; i < positions.length; i++) {
+            args[positions[i]] = i == 0 ? 8 : -1; // topK 8, no quantisation
+        }
+        PtxKernel k = PtxCompiler.hopper().compile(kernel.specializedFor(positions, args));
+        assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "the kernel carries its launch bounds");
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName(), List.of("-v"));
+        assertTrue(r.ok(), r::output);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("Used (\\d+) registers").matcher(r.output());
+        assertTrue(m.find(), r::output);
+        assertTrue(Integer.parseInt(m.group(1)) <= 128, r::output);
+    }
+
+    /**
      * Dispatch send as the protocol launches it: without quantisation (-1) the quantising copy folds
      * away (no division, no fp8 conversion); quantising bf16 or fp16 tokens, ptxas accepts it.
      */

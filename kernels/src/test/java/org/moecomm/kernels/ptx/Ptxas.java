@@ -65,6 +65,12 @@ public final class Ptxas {
      * relocatable code when it calls external device functions.
      */
     public static Result assemble(String ptx, String sm, Path tempDir, String name) throws IOException, InterruptedException {
+        return assemble(ptx, sm, tempDir, name, List.of());
+    }
+
+    /** {@link #assemble(String, String, Path, String)} with more ptxas options (e.g. {@code -v}). */
+    public static Result assemble(String ptx, String sm, Path tempDir, String name, List<String> options)
+            throws IOException, InterruptedException {
         assumeAvailable();
         Path dir = Files.createTempDirectory(tempDir, "ptxas-");
         Path in = dir.resolve(name + ".ptx");
@@ -72,6 +78,7 @@ public final class Ptxas {
         Files.writeString(in, ptx, StandardCharsets.UTF_8);
         List<String> command = new java.util.ArrayList<>(List.of(PTXAS.get().toString(), "-arch=" + sm, "-o",
                 out.toString()));
+        command.addAll(options);
         if (ptx.contains(".extern .func")) {
             command.add("-c"); // relocatable: external device functions are resolved at link time
         }

@@ -2,6 +2,7 @@ package org.moecomm.kernels.ptx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -13,6 +14,7 @@ import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.LaunchBounds;
 import org.moecomm.kernels.api.Numerics;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
 
@@ -452,6 +454,17 @@ class SupportedConstructsTest {
         assertTrue(lastLoad >= 0 && firstStore > lastLoad, p);
         assertEquals(n, p.split(guard + "ld\\.global\\.v4\\.u32", -1).length - 1, p);
         assertEquals(n, p.split(guard + "st\\.global\\.v4\\.u32", -1).length - 1, p);
+    }
+
+    @LaunchBounds(maxThreads = 256, minBlocksPerMultiprocessor = 2)
+    static void bounded(KernelContext ctx, Buf out) {
+        out.setInt(ctx.globalIdx(), 1);
+    }
+
+    @Test
+    void launchBoundsBecomeTheEntrysMaxntidAndMinnctapersm() throws Exception {
+        String p = ptx("bounded");
+        matches(p, "\\)\\n\\.maxntid 256, 1, 1\\n\\.minnctapersm 2\\n\\{");
     }
 
     static void timed(KernelContext ctx, Buf out) {

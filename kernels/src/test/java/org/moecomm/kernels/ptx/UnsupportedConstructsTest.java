@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.api.KernelContext;
+import org.moecomm.kernels.api.LaunchBounds;
 import org.moecomm.kernels.api.Numerics;
 
 /**
@@ -57,6 +58,18 @@ class UnsupportedConstructsTest {
         assertEquals(method, e.methodName(), e.getMessage());
         assertTrue(e.getMessage().contains("UnsupportedConstructsTest." + method + "("), e.getMessage());
         assertTrue(e.getMessage().contains("inlined at"), e.getMessage());
+    }
+
+    @LaunchBounds(maxThreads = 2048)
+    static void overBounded(KernelContext ctx, Buf b) {
+        b.setInt(0, 1);
+    }
+
+    @Test
+    void launchBoundsOutOfRangeAreRefused() {
+        KernelCompileException e = assertThrows(KernelCompileException.class,
+                () -> PtxCompiler.hopper().compile(new Kernel(UnsupportedConstructsTest.class, "overBounded")));
+        assertTrue(e.getMessage().contains("@LaunchBounds needs 1 <= maxThreads <= 1024"), e.getMessage());
     }
 
     static void newObject(KernelContext ctx, Buf b) {

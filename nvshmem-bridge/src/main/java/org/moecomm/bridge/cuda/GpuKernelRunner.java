@@ -35,7 +35,7 @@ import org.moecomm.kernels.ptx.PtxKernel;
  */
 public final class GpuKernelRunner implements KernelRunner {
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
-                          List<DeviceLibrary> libraries) {
+                          List<DeviceLibrary> libraries, int maxThreads) {
     }
 
     /**
@@ -207,6 +207,7 @@ public final class GpuKernelRunner implements KernelRunner {
         ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
         Loaded l = loaded(target(kernel, arguments));
+        kernel.checkThreads(grid, l.maxThreads());
         int n = arguments.length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
@@ -304,7 +305,7 @@ public final class GpuKernelRunner implements KernelRunner {
             if (sharedCarveout >= 0) {
                 function.setPreferredSharedCarveout(sharedCarveout);
             }
-            l = new Loaded(ptx, module, function, parameters, List.copyOf(needed));
+            l = new Loaded(ptx, module, function, parameters, List.copyOf(needed), kernel.maxThreadsPerBlock());
         } catch (RuntimeException e) {
             for (DeviceLibrary lib : registered) {
                 run(new ArrayList<>(), () -> lib.unloading(module));

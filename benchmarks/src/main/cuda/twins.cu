@@ -128,7 +128,7 @@ __device__ __forceinline__ int nth_local_expert(const int* ids, int topK, int fi
 
 // A team of width lanes copies pieces 16-byte pieces, eight per lane at a time with the eight
 // loads issued before the eight stores (one round trip to memory per eight: MoeKernels.copyPiecesDeep),
-// then the tail of fewer than eight per lane the same way, predicated (four at a time when it fits).
+// then the tail of fewer than eight per lane the same way, predicated.
 __device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pieces, int lane, int width) {
   int i = lane;
   for (; i + 7 * width < pieces; i += 8 * width) {
@@ -138,22 +138,14 @@ __device__ __forceinline__ void copy_pieces(uint4* dst, const uint4* src, int pi
 #pragma unroll
     for (int j = 0; j < 8; j++) dst[i + j * width] = v[j];
   }
-  const int count = (pieces - i + width - 1) / width;  // 0 to 7 left per lane
-  if (count > 4) {
+  if (i < pieces) {
+    const int count = (pieces - i + width - 1) / width;  // 1 to 7
     uint4 v[8];
 #pragma unroll
     for (int j = 0; j < 8; j++)
       if (j < count) v[j] = src[i + j * width];
 #pragma unroll
     for (int j = 0; j < 8; j++)
-      if (j < count) dst[i + j * width] = v[j];
-  } else if (count > 0) {  // a decode row: four predicated copies, as MoeKernels.copyPiecesDeep
-    uint4 v[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-      if (j < count) v[j] = src[i + j * width];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
       if (j < count) dst[i + j * width] = v[j];
   }
 }

@@ -1085,13 +1085,8 @@ public final class MoeKernels {
         for (; i + 7 * width < pieces; i += 8 * width) {
             dst.copy16x8(dstPiece + i, src, srcPiece + i, width);
         }
-        int rest = (pieces - i + width - 1) / width; // pieces left per lane
-        if (rest > 4) {
-            dst.copy16x8N(dstPiece + i, src, srcPiece + i, width, rest);
-        } else if (rest > 0) {
-            // a decode row (one or two pieces per lane, the block's warps on one row): four
-            // predicated copies, not eight (the eight cost pack 0.35 us at 1 token)
-            dst.copy16xN(dstPiece + i, src, srcPiece + i, width, rest);
+        if (i < pieces) {
+            dst.copy16x8N(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
         }
     }
 

@@ -1076,7 +1076,7 @@ public final class MoeKernels {
     /**
      * {@link #copyPieces} with eight loads in flight per lane ({@code Buf.copy16x8}): pack's rows
      * at prefill, where two blocks of 256 threads per SM with four loads each left the copy waiting
-     * on memory (pack at 4096 tokens 110 -> 101 us, benchmarks/results/2026-12-04-pack-copy-depth-experiment/).
+     * on memory (pack at 4096 tokens 108 -> 99 us, benchmarks/results/2026-12-04-pack-copy-depth-experiment/).
      * It costs 32 registers, which the kernels that call it can spare at two blocks per SM
      * ({@code @LaunchBounds}); scatter and gather, sized for more resident blocks, keep four.
      */

@@ -367,7 +367,8 @@ class KernelBenchmarkCpuTest {
     void twinsTakeTheJavaKernelsParameters() throws Exception {
         String cu = Files.readString(Path.of("src/main/cuda/twins.cu"));
         for (String name : List.of("pack", "reduce")) {
-            Matcher mt = Pattern.compile("extern \"C\" __global__ void " + name + "_twin\\(([^)]*)\\)").matcher(cu);
+            Matcher mt = Pattern.compile("extern \"C\" __global__ void (?:__launch_bounds__\\([^)]*\\) )?" + name
+                    + "_twin\\(([^)]*)\\)").matcher(cu);
             assertTrue(mt.find(), name + "_twin not found in twins.cu");
             String[] cParams = mt.group(1).split(",");
             Class<?>[] jParams = new Kernel(MoeKernels.class, name).method().getParameterTypes();

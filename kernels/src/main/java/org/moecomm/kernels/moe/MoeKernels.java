@@ -77,8 +77,8 @@ public final class MoeKernels {
      * <p>Two duties that save dispatch a launch each (they cost next to nothing here): with
      * {@code fixedTokens >= 0} that is m (the host knows it) and block (0, 0) writes it to
      * {@code numTokens} for the kernels after pack, so no copy from the host is needed; with
-     * {@code checkIds != 0} the grid checks the ids of the m tokens and a count read from
-     * {@code numTokens} on the device (see {@link #report}).
+     * {@code checkIds != 0} the grid checks a count read from {@code numTokens} on the device and,
+     * when it is in range, the ids of the m tokens (see {@link #report}).
      *
      * @param numTokens int32 {@code [1]}: m, the valid tokens, clamped to {@code [0, maxTokens]};
      *                  written when {@code fixedTokens >= 0}
@@ -152,8 +152,12 @@ public final class MoeKernels {
         int stagedFirst = 0;
         int stagedEnd = min(chunkTokens, fixedTokens >= 0 ? clamp(fixedTokens, 0, maxTokens) : maxTokens);
         stageIds(indices, 0, stagedEnd * topK, chunkIds, tid, threads);
-        int m = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
+        int count = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
+        int m = clamp(count, 0, maxTokens);
+        // a count out of range is the round's one report: the ids of the tokens past the real ones
+        // are not inputs, and checking them raced the count's report for the first claim
+        int checkTokens = count == m ? checkIds : 0;
         // Block y of d takes tokens [begin, end): it numbers them, writes their pair locations and
         // copies their rows, so each block scans only the chunks that hold its own tokens (every block
         // scanning every chunk for a share of its rows spent most of a prefill pack in the scans).
@@ -212,7 +216,7 @@ public final class MoeKernels {
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
             // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
             int pairs = routeToken(ctx, chunkIds, idsBase, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
-                    expertsPerRank, dest == 0, checkIds != 0 && tid >= skip && tid < own, inputReport);
+                    expertsPerRank, dest == 0, checkTokens != 0 && tid >= skip && tid < own, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -680,9 +684,10 @@ public final class MoeKernels {
     }
 
     /**
-     * m: {@code fixedTokens} or the count in {@code numTokens}, clamped to {@code [0, maxTokens]};
-     * the {@code first} thread of the grid writes a fixed m to {@code numTokens} for the kernels
-     * after pack and, with {@code checkIds}, reports a count out of range.
+     * The count: {@code fixedTokens} or the one in {@code numTokens}, not clamped (m is the count
+     * clamped to {@code [0, maxTokens]}); the {@code first} thread of the grid writes a fixed m to
+     * {@code numTokens} for the kernels after pack and, with {@code checkIds}, reports a count out
+     * of range.
      */
     static int tokenCount(KernelContext ctx, Buf numTokens, Buf inputReport, int fixedTokens, int maxTokens,
                           int checkIds, boolean first) {
@@ -694,7 +699,7 @@ public final class MoeKernels {
         if (checkIds != 0 && m != count && first) {
             report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
         }
-        return m;
+        return count;
     }
 
     /**

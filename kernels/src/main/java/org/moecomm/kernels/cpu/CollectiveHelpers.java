@@ -81,22 +81,6 @@ public final class CollectiveHelpers {
         }
     }
 
-    /** A reduceSlice call as its block's: the quad of the block's thread 0 ({@code base}) in place of the caller's. */
-    private record BlockSum(int t, int base, int step, Buf combineRecv, Buf pairLocation, Buf weights, int hidden,
-                            int topK, int yDtype) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof BlockSum c && t == c.t && base == c.base && step == c.step && hidden == c.hidden
-                    && topK == c.topK && yDtype == c.yDtype && sameMemory(combineRecv, c.combineRecv)
-                    && sameMemory(pairLocation, c.pairLocation) && sameMemory(weights, c.weights);
-        }
-
-        @Override
-        public int hashCode() {
-            return (t * 31 + base) * 31 + step;
-        }
-    }
-
     /**
      * {@code MoeKernels.reduceSlice(t, firstQuad, step, combineRecv, pairLocation, weights, out,
      * hidden, topK, yDtype, outDtype)}: the calling thread's quads {@code firstQuad, firstQuad +
@@ -107,8 +91,9 @@ public final class CollectiveHelpers {
      * sums the runs of quads of all the block's threads at once, each row read front to back
      * ({@link RowReduction#sum}, kept in the block's {@link BlockSums} until its next barrier, while
      * there is room), and each thread with the same call stores its own quads from those sums. A thread stores only its
-     * own quads, so a call of another form (a step below the block's threads, or a first quad that
-     * is not {@code base + i}) is exact too: it sums the caller's quads alone. Each element is
+     * own quads, so a call of another form (a step below the block's threads, a first quad that
+     * is not {@code base + i}, or other arguments than the block's first call since its barrier)
+     * is exact too: it sums the caller's quads alone. Each element is
      * summed and stored as the helper does, so the bits are the same.
      */
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
@@ -120,10 +105,15 @@ public final class CollectiveHelpers {
                     outDtype);
             return;
         }
-        BlockSum call = new BlockSum(t, base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype);
-        float[] sums = block.sums().of(call);
+        BlockSums kept = block.sums();
+        if (t < 0 || !kept.takesShape(base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype)) {
+            RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
+                    outDtype);
+            return;
+        }
+        float[] sums = kept.of(t);
         if (sums == null) {
-            sums = block.sums().makeFor(call, hidden);
+            sums = kept.makeFor(t, hidden);
             if (sums == null) { // the block keeps as many tokens as it may: this one is the caller's alone
                 RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK,
                         yDtype, outDtype);

@@ -12,7 +12,8 @@
 # With PROBE_NCU_KERNEL=NAME instead (pack, scatter, gather or reduce): Nsight Compute over that
 # kernel of the kernel benchmark, the Java kernel and its CUDA twin, at PROBE_NCU_TOKENS (default
 # 4096) tokens: $OUT/ncu-NAME.log (throughput, occupancy, warp states, memory) and
-# $OUT/ncu-NAME-hot-<kernel>.txt (the SASS lines with the most stall samples, scripts/ncu-hotspots.py).
+# $OUT/ncu-NAME-hot.txt (the SASS lines of the first kernel profiled, the Java one, with the most
+# stall samples: scripts/ncu-hotspots.py).
 # No tests run here: scripts/gpu-nvshmem-check.sh is the check.
 # Environment: PROBE_PRESETS (default deepseek-v3), PROBE_TOKENS (default 1,8,32,128), OUT.
 set -uo pipefail
@@ -29,13 +30,18 @@ fi
 # shellcheck disable=SC1091
 source "${MOECOMM_NVSHMEM_OUT:-$root/nvshmem-bridge/target/nvshmem-native}/env.sh"
 
-if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
-  name=$PROBE_NCU_KERNEL
+# Nsight Compute modes: the bundle's Java in a scratch folder ($work, $java, $classpath).
+probe_java() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-probe.XXXXXX")
   # shellcheck source=scripts/bundle.sh
   source "$root/scripts/bundle.sh"
   java=$(bundle_java .gpu-carry "$work") || exit 2
   classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
+}
+
+if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
+  name=$PROBE_NCU_KERNEL
+  probe_java
   echo "== Nsight Compute, kernel benchmark $name, ${PROBE_NCU_TOKENS:-4096} tokens ${PROBE_NCU_ARGS:-}"
   # shellcheck disable=SC2086
   ncu --clock-control none --kernel-name "regex:$name" --launch-skip 2 --launch-count 2 --set full \
@@ -57,11 +63,7 @@ fi
 if [ "${PROBE_NCU:-0}" = 1 ]; then
   # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the four kernels of
   # round 21 and 22 at PROBE_NCU_TOKENS tokens, each kernel's duration and where its warps stall.
-  work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-probe.XXXXXX")
-  # shellcheck source=scripts/bundle.sh
-  source "$root/scripts/bundle.sh"
-  java=$(bundle_java .gpu-carry "$work") || exit 2
-  classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
+  probe_java
   echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3"
   ncu --clock-control none --target-processes all --kernel-name regex:AllToAllKernels --launch-skip 80 \
     --launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \

@@ -70,6 +70,15 @@ public final class CollectiveHelpers {
         }
     }
 
+    /**
+     * {@code MoeKernels.copyPiecesDeep}: the same pieces as {@link #copyPieces}, eight in flight
+     * per lane on the GPU, which a loop block's bulk copy does not need; so the same team copy.
+     */
+    public static void copyPiecesDeep(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane,
+                                      int width) {
+        copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
+    }
+
     /** One lane's share of copyPieces, piece by piece: a call that describes no team. */
     private static void copyLanePieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane,
                                        int width) {
@@ -99,29 +108,36 @@ public final class CollectiveHelpers {
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf out, int hidden, int topK, int yDtype, int outDtype) {
         LoopBlock block = LoopBlock.running();
-        int base = block == null ? -1 : firstQuad - block.runningThread();
-        if (base < 0 || step < block.threads) {
+        float[] sums = block == null ? null
+                : blockSums(block, t, firstQuad, step, combineRecv, pairLocation, weights, hidden, topK, yDtype);
+        if (sums == null) { // not a call of the block's shape, or no room left: the caller's quads alone
             RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
                     outDtype);
-            return;
+        } else {
+            RowReduction.store(t, firstQuad, step, sums, out, hidden, outDtype);
         }
+    }
+
+    /**
+     * Token {@code t}'s sums for the whole {@code block}, made by the first of its threads to ask
+     * ({@link RowReduction#sum}), or {@code null} when this call is not one the block can share.
+     */
+    private static float[] blockSums(LoopBlock block, int t, int firstQuad, int step, Buf combineRecv,
+                                     Buf pairLocation, Buf weights, int hidden, int topK, int yDtype) {
+        int base = firstQuad - block.runningThread();
         BlockSums kept = block.sums();
-        if (t < 0 || !kept.takesShape(base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype)) {
-            RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
-                    outDtype);
-            return;
+        if (base < 0 || step < block.threads || t < 0
+                || !kept.takesShape(base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype)) {
+            return null;
         }
         float[] sums = kept.of(t);
         if (sums == null) {
             sums = kept.makeFor(t, hidden);
-            if (sums == null) { // the block keeps as many tokens as it may: this one is the caller's alone
-                RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK,
-                        yDtype, outDtype);
-                return;
+            if (sums != null) {
+                RowReduction.sum(t, base, step, block.threads, combineRecv, pairLocation, weights, sums, hidden, topK,
+                        yDtype);
             }
-            RowReduction.sum(t, base, step, block.threads, combineRecv, pairLocation, weights, sums, hidden, topK,
-                    yDtype);
         }
-        RowReduction.store(t, firstQuad, step, sums, out, hidden, outDtype);
+        return sums;
     }
 }

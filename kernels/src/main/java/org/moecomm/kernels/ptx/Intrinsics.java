@@ -169,16 +169,18 @@ final class Intrinsics {
         PtxFunction f = c.f();
         String step = f.tmp("b64");
         f.op("shl.b64 " + step + ", " + c.arg(4) + ", 4");
+        String[] src = new String[n];
+        String[] dst = new String[n];
         String[] guard = new String[n];
         String[] values = new String[n];
-        // the addresses are stepped beside their loads and their stores, not kept from one to the
-        // other: n 64-bit destinations live across the loads cost 2n registers more
-        String src = elementAddress(f, c.arg(2), c.arg(3), 4);
+        src[0] = elementAddress(f, c.arg(2), c.arg(3), 4);
+        dst[0] = elementAddress(f, c.arg(0), c.arg(1), 4);
         for (int j = 0; j < n; j++) {
             if (j > 0) {
-                String next = f.tmp("b64");
-                f.op("add.s64 " + next + ", " + src + ", " + step);
-                src = next;
+                src[j] = f.tmp("b64");
+                dst[j] = f.tmp("b64");
+                f.op("add.s64 " + src[j] + ", " + src[j - 1] + ", " + step);
+                f.op("add.s64 " + dst[j] + ", " + dst[j - 1] + ", " + step);
             }
             guard[j] = "";
             if (count != null) {
@@ -187,16 +189,10 @@ final class Intrinsics {
                 guard[j] = "@" + p + " ";
             }
             values[j] = "{" + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + ", " + f.tmp("b32") + "}";
-            f.op(guard[j] + "ld.global.v4.u32 " + values[j] + ", [" + src + "]");
+            f.op(guard[j] + "ld.global.v4.u32 " + values[j] + ", [" + src[j] + "]");
         }
-        String dst = elementAddress(f, c.arg(0), c.arg(1), 4);
         for (int j = 0; j < n; j++) {
-            if (j > 0) {
-                String next = f.tmp("b64");
-                f.op("add.s64 " + next + ", " + dst + ", " + step);
-                dst = next;
-            }
-            f.op(guard[j] + "st.global.v4.u32 [" + dst + "], " + values[j]);
+            f.op(guard[j] + "st.global.v4.u32 [" + dst[j] + "], " + values[j]);
         }
     }
 

@@ -71,7 +71,9 @@ class CollectiveHelpersTest {
         for (long seed = 1; seed <= 3; seed++) {
             long bytes = Math.max(16, 16L * rows * pieces * 2);
             Kernel k = new Kernel(CollectiveCallKernels.class, "teamCopy");
-            compare(k, Grid.of(blocks, threads), seed, new long[]{bytes, bytes}, rows, pieces, width);
+            for (int deep = 0; deep <= 1; deep++) { // copyPieces, then copyPiecesDeep
+                compare(k, Grid.of(blocks, threads), seed, new long[]{bytes, bytes}, rows, pieces, width, deep);
+            }
         }
     }
 

@@ -15,20 +15,28 @@ public final class CollectiveCallKernels {
     /**
      * Teams of {@code width} threads copy {@code rows} rows of {@code pieces} 16-byte pieces, rows
      * {@code r} of src to rows {@code rows - 1 - r} of dst, twice: before and after a barrier
-     * (the second time from dst to src's second half).
+     * (the second time from dst to src's second half), with copyPiecesDeep when {@code deep != 0}.
      */
-    public static void teamCopy(KernelContext ctx, Buf dst, Buf src, int rows, int pieces, int width) {
+    public static void teamCopy(KernelContext ctx, Buf dst, Buf src, int rows, int pieces, int width, int deep) {
         int threads = ctx.localGroupSizeX();
         int team = ctx.localIdx() / width;
         int lane = ctx.localIdx() - team * width;
         int teams = threads / width;
         for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
-            MoeKernels.copyPieces(dst, (long) (rows - 1 - r) * pieces, src, (long) r * pieces, pieces, lane, width);
+            copy(dst, (long) (rows - 1 - r) * pieces, src, (long) r * pieces, pieces, lane, width, deep);
         }
         ctx.localBarrier();
         for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
-            MoeKernels.copyPieces(src, (long) (rows + r) * pieces, dst, (long) (rows - 1 - r) * pieces, pieces, lane,
-                    width);
+            copy(src, (long) (rows + r) * pieces, dst, (long) (rows - 1 - r) * pieces, pieces, lane, width, deep);
+        }
+    }
+
+    /** MoeKernels.copyPiecesDeep when {@code deep != 0}, else copyPieces. */
+    static void copy(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width, int deep) {
+        if (deep != 0) {
+            MoeKernels.copyPiecesDeep(dst, dstPiece, src, srcPiece, pieces, lane, width);
+        } else {
+            MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
         }
     }
 

@@ -37,21 +37,38 @@ public final class CpuCluster implements AutoCloseable {
     private final SymmetricHeap heap;
     private final CyclicBarrier barrier;
     private final AtomicReferenceArray<CpuRankRunner> runners;
+    private final int maxBlockThreads;
     private volatile boolean closed;
 
-    private CpuCluster(int worldSize) {
+    private CpuCluster(int worldSize, int maxBlockThreads) {
         this.worldSize = worldSize;
+        this.maxBlockThreads = maxBlockThreads;
         this.heap = new SymmetricHeap(worldSize);
         this.barrier = new CyclicBarrier(worldSize);
         this.runners = new AtomicReferenceArray<>(worldSize);
     }
 
-    /** A cluster of {@code worldSize} ranks (ranks are the threads that call {@link #createHandle}). */
+    /**
+     * A cluster of {@code worldSize} ranks (ranks are the threads that call {@link #createHandle})
+     * whose kernels run with {@link CpuKernelRunner#defaultBlockThreads()} threads per block at most.
+     */
     public static CpuCluster create(int worldSize) {
+        return create(worldSize, CpuKernelRunner.defaultBlockThreads());
+    }
+
+    /**
+     * A cluster whose kernels run with at most {@code maxBlockThreads} threads per block
+     * ({@link CpuKernelRunner#blockThreads(int)}): a value of at least the GPU's block size runs
+     * the protocol's kernels at that size, as on a GPU.
+     */
+    public static CpuCluster create(int worldSize, int maxBlockThreads) {
         if (worldSize < 1) {
             throw new IllegalArgumentException("worldSize must be positive, got " + worldSize);
         }
-        return new CpuCluster(worldSize);
+        if (maxBlockThreads < 1) {
+            throw new IllegalArgumentException("maxBlockThreads must be positive, got " + maxBlockThreads);
+        }
+        return new CpuCluster(worldSize, maxBlockThreads);
     }
 
     public int worldSize() {
@@ -178,7 +195,7 @@ public final class CpuCluster implements AutoCloseable {
     private CpuRankRunner runner(int rank) {
         CpuRankRunner r = runners.get(rank);
         if (r == null) {
-            CpuRankRunner created = new CpuRankRunner(heap, rank, worldSize);
+            CpuRankRunner created = new CpuRankRunner(heap, rank, worldSize, maxBlockThreads);
             if (runners.compareAndSet(rank, null, created)) {
                 r = created;
             } else {

@@ -28,7 +28,7 @@ final class CpuRankRunner implements KernelRunner {
     private final CpuKernelRunner runner;
     private final List<String> waitNames = new ArrayList<>();
 
-    CpuRankRunner(SymmetricHeap heap, int rank, int worldSize) {
+    CpuRankRunner(SymmetricHeap heap, int rank, int worldSize, int maxBlockThreads) {
         PeerMemory peers = new PeerMemory() {
             @Override
             public int rank() {
@@ -56,7 +56,8 @@ final class CpuRankRunner implements KernelRunner {
                 return peer;
             }
         };
-        this.runner = new CpuKernelRunner(Runtime.getRuntime().availableProcessors(), peers);
+        this.runner = new CpuKernelRunner(Runtime.getRuntime().availableProcessors(), peers,
+                CpuKernelRunner.Execution.byDefault(), maxBlockThreads);
     }
 
     /** Names waits of consecutive tags; returns the first tag ({@code names.get(i)} has tag + i). */
@@ -94,6 +95,11 @@ final class CpuRankRunner implements KernelRunner {
     @Override
     public int concurrentBlocks() {
         return runner.concurrentBlocks();
+    }
+
+    @Override
+    public int blockThreads(int deviceThreads) {
+        return runner.blockThreads(deviceThreads);
     }
 
     @Override

@@ -46,8 +46,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel COMBINE_SEND = new Kernel(AllToAllKernels.class, "combineSend");
     static final Kernel COMBINE_RECV = new Kernel(AllToAllKernels.class, "combineRecv");
 
-    /** Threads per block of every kernel. */
-    static final int THREADS = MoeKernels.THREADS;
     /** Cap on the y extent of the dispatch grids (each of dispatch send's blocks repeats the numbering). */
     static final int MAX_BLOCKS_PER_UNIT = 64;
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
@@ -95,6 +93,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final int waitTag;
     /** 1 when some peer is reached by puts (combine send's second pass). */
     private final int anyPut;
+    /** Threads per block of every kernel: the runner's for {@link MoeKernels#THREADS} (fewer on the JVM). */
+    private final int threads;
     private final Grid dispatchSendGrid;
     private final Grid dispatchRecvGrid;
     private final Grid combineSendGrid;
@@ -173,19 +173,20 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int ng = config.numGroups();
         int capacity = config.expertCapacity();
         int l = config.expertsPerRank();
-        this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), THREADS);
-        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), THREADS);
+        this.threads = runner.blockThreads(MoeKernels.THREADS);
+        this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), threads);
+        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), threads);
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block also waits, fences and counts
         // itself, and blocks beyond the rows there can be only add that fixed cost.
         int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
-                (runner.residentBlocks(COMBINE_SEND, THREADS, combineSendArgs(dummy, dummy)) + l - 1) / l));
-        this.combineSendGrid = Grid.of(l, chunks, THREADS);
+                (runner.residentBlocks(COMBINE_SEND, threads, combineSendArgs(dummy, dummy)) + l - 1) / l));
+        this.combineSendGrid = Grid.of(l, chunks, threads);
         int reduceBlocks = REDUCE_BLOCKS_PER_UNIT * runner.concurrentBlocks();
         int tokenBlocks = Math.min(config.maxTokensPerRank(), reduceBlocks);
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
-                (config.hidden() / MoeKernels.REDUCE_QUAD + THREADS - 1) / THREADS));
-        this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, THREADS);
+                (config.hidden() / MoeKernels.REDUCE_QUAD + threads - 1) / threads));
+        this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, threads);
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
@@ -198,10 +199,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
             // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
             LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
                     + " combine recv {} ({})", rank,
-                    dispatchSendGrid, runner.residentBlocks(DISPATCH_SEND, THREADS, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1)),
-                    dispatchRecvGrid, runner.residentBlocks(DISPATCH_RECV, THREADS, dispatchRecvArgs(dummy, dummy, dummy)),
-                    combineSendGrid, runner.residentBlocks(COMBINE_SEND, THREADS, combineSendArgs(dummy, dummy)),
-                    combineRecvGrid, runner.residentBlocks(COMBINE_RECV, THREADS, combineRecvArgs(dummy, numTokens, dummy)));
+                    dispatchSendGrid, runner.residentBlocks(DISPATCH_SEND, threads, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1)),
+                    dispatchRecvGrid, runner.residentBlocks(DISPATCH_RECV, threads, dispatchRecvArgs(dummy, dummy, dummy)),
+                    combineSendGrid, runner.residentBlocks(COMBINE_SEND, threads, combineSendArgs(dummy, dummy)),
+                    combineRecvGrid, runner.residentBlocks(COMBINE_RECV, threads, combineRecvArgs(dummy, numTokens, dummy)));
         }
     }
 

@@ -18,6 +18,7 @@ import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.comm.CommKernels;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
 
 /**
  * The CPU transport's host part (symmetric allocation, barrier, close) and what it gives the
@@ -31,7 +32,8 @@ class CpuTransportTest {
 
     /** A rank's transport with a runner of its own (a CPU runner holds no resources: not closed here). */
     private static CpuTransport transport(CpuCluster cluster, int rank, Duration timeout) {
-        return new CpuTransport(cluster, rank, timeout, new CpuRankRunner(cluster.heap(), rank, cluster.worldSize()));
+        return new CpuTransport(cluster, rank, timeout, new CpuRankRunner(cluster.heap(), rank, cluster.worldSize(),
+                CpuKernelRunner.DEFAULT_BLOCK_THREADS));
     }
 
     @Test
@@ -85,7 +87,7 @@ class CpuTransportTest {
     void aKernelWaitThatRunsOutNamesPeerRegisteredSignalAndValues() {
         try (CpuCluster cluster = CpuCluster.create(2)) {
             SymmetricHeap heap = cluster.heap();
-            try (CpuRankRunner runner = new CpuRankRunner(heap, 0, 2)) {
+            try (CpuRankRunner runner = new CpuRankRunner(heap, 0, 2, CpuKernelRunner.DEFAULT_BLOCK_THREADS)) {
                 CpuTransport t0 = new CpuTransport(cluster, 0, TIMEOUT, runner);
                 CpuTransport t1 = transport(cluster, 1, TIMEOUT);
                 SymmetricBuffer recv = t0.allocateSymmetric(2 * 64);

@@ -53,6 +53,11 @@ final class CheckedKernelRunner implements KernelRunner {
     }
 
     @Override
+    public int blockThreads(int deviceThreads) {
+        return runner.blockThreads(deviceThreads);
+    }
+
+    @Override
     public int residentBlocks(Kernel kernel, int threads, Object... args) {
         return runner.residentBlocks(kernel, threads, args);
     }

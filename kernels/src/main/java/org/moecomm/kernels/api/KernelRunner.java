@@ -22,6 +22,16 @@ public interface KernelRunner extends AutoCloseable {
      */
     int concurrentBlocks();
 
+    /**
+     * Threads per block to launch a kernel with that works at every block size up to
+     * {@code deviceThreads}, the size chosen for a GPU: on a GPU {@code deviceThreads} (a block's
+     * threads run side by side); on the JVM fewer, since there a block's threads run one after
+     * another, so each thread is a turn of a loop and state saved at every barrier, and adds
+     * nothing that runs in parallel (docs/kernels-in-java.md, "Threads per block on the JVM").
+     * No default, for the reason {@link #concurrentBlocks()} has none.
+     */
+    int blockThreads(int deviceThreads);
+
     /** Threads one unit of {@link #concurrentBlocks()} holds at once (a multiprocessor of current GPUs). */
     int THREADS_PER_UNIT = 2048;
 

@@ -211,6 +211,45 @@ class CpuKernelRunnerTest {
     }
 
     @Test
+    void blockThreadsAreTheDevicesAtMostTheRunnersCap() {
+        assertEquals(CpuKernelRunner.DEFAULT_BLOCK_THREADS, runner.maxBlockThreads());
+        assertEquals(1, runner.blockThreads(256), "one thread per block by default");
+        try (CpuKernelRunner capped = new CpuKernelRunner(2, null, CpuKernelRunner.Execution.LOOPS, 64);
+             CpuKernelRunner asOnAGpu = new CpuKernelRunner(2, null, CpuKernelRunner.Execution.LOOPS, 256)) {
+            assertEquals(64, capped.blockThreads(256));
+            assertEquals(32, capped.blockThreads(32), "never more than the device's size");
+            assertEquals(256, asOnAGpu.blockThreads(256));
+        }
+        IllegalArgumentException cap = assertThrows(IllegalArgumentException.class,
+                () -> new CpuKernelRunner(2, null, CpuKernelRunner.Execution.LOOPS, 0));
+        assertTrue(cap.getMessage().contains("maxBlockThreads must be positive, got 0"), cap.getMessage());
+        IllegalArgumentException device = assertThrows(IllegalArgumentException.class, () -> runner.blockThreads(0));
+        assertTrue(device.getMessage().contains("deviceThreads must be positive"), device.getMessage());
+    }
+
+    @Test
+    void theBlockThreadsPropertyIsReadAndABadValueNamed() {
+        String key = "moecomm.cpu.blockThreads";
+        String before = System.getProperty(key);
+        try {
+            System.setProperty(key, "16");
+            assertEquals(16, CpuKernelRunner.defaultBlockThreads());
+            for (String bad : new String[] {"0", "-3", "many"}) {
+                System.setProperty(key, bad);
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        CpuKernelRunner::defaultBlockThreads);
+                assertTrue(e.getMessage().contains(key) && e.getMessage().contains("'" + bad + "'"), e.getMessage());
+            }
+        } finally {
+            if (before == null) {
+                System.clearProperty(key);
+            } else {
+                System.setProperty(key, before);
+            }
+        }
+    }
+
+    @Test
     void idsCoverTheGrid() {
         Grid grid = Grid.of(3, 2, 70);
         int total = (int) grid.totalThreads();

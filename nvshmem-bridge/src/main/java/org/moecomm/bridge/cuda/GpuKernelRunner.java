@@ -186,6 +186,12 @@ public final class GpuKernelRunner implements KernelRunner {
         return context.multiprocessorCount();
     }
 
+    /** {@code deviceThreads}: a block's threads run side by side. */
+    @Override
+    public int blockThreads(int deviceThreads) {
+        return deviceThreads;
+    }
+
     /** The occupancy of {@code kernel} as loaded for {@code args} times the multiprocessors (loads it). */
     @Override
     public int residentBlocks(Kernel kernel, int threads, Object... args) {

@@ -86,6 +86,8 @@ final class CpuRunner implements Runner {
         int world = spec.world();
         TrafficModel traffic = TrafficModel.of(workload, new BufferLayout(config));
         long[][][] samples = new long[world][Phases.COUNT][plan.rounds()];
+        long[][] roundStarts = new long[world][plan.total()];
+        long[][] roundEnds = new long[world][plan.total()];
         List<String> problems = new ArrayList<>();
         CyclicBarrier align = new CyclicBarrier(world);
         try (CpuCluster cluster = CpuCluster.create(world)) {
@@ -115,6 +117,8 @@ final class CpuRunner implements Runner {
                         t[4] = System.nanoTime();
                         a2a.combineRecv(buffers.weights(), buffers.out());
                         t[5] = System.nanoTime();
+                        roundStarts[rank][round] = t[0];
+                        roundEnds[rank][round] = t[5];
                         if (plan.timed(round)) {
                             long[] d = Phases.fromInstants(t);
                             for (int p = 0; p < Phases.COUNT; p++) {
@@ -143,7 +147,8 @@ final class CpuRunner implements Runner {
             });
             perRank.forEach(problems::addAll);
         }
-        return Measurement.of(spec, plan, traffic, Arrays.asList(samples), problems, "cpu", mode(world), copy);
+        return Measurement.of(spec, plan, traffic, Arrays.asList(samples), problems, "cpu", mode(world), copy)
+                .withRoundsWall(Measurement.roundsWall(roundStarts, roundEnds));
     }
 
     private static void await(CyclicBarrier barrier) {

@@ -41,6 +41,12 @@ final class DemoReport {
                 mib(traffic.wireCombineBytes()), m.combineGBps());
         out.printf(Locale.ROOT, "(times: median over %d rounds after %d warm-up of the slowest rank's phase; %s; %s)%n",
                 m.plan().rounds(), m.plan().warmup(), m.mode(), m.device());
+        if (m.roundsWall() != null) {
+            out.printf(Locale.ROOT, "rounds: %d (%d warm-up + %d timed) in %.2f s of wall time, each from its start on the"
+                    + " first rank to its end on the last (the experts included; the poisoning and the checks between"
+                    + " rounds left out)%n", m.plan().total(), m.plan().warmup(), m.plan().rounds(),
+                    m.roundsWall().toNanos() / 1e9);
+        }
     }
 
     static String mib(long bytes) {

@@ -1,5 +1,6 @@
 package org.moecomm.bench;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -7,10 +8,15 @@ import java.util.List;
  * What one configuration gave: per phase ({@link Phases} order) the per-round samples of the
  * slowest rank, and rank 0's own samples (what pplx-kernels' benchmark reports), the problems the reference checks found (empty: verified), the bytes moved, and
  * where it ran ({@code device}: the GPU's name, or "cpu"; {@code mode}: how the ranks ran), and
- * the copy bandwidth measured in the same run on that device ({@code copy}; null when not measured).
+ * the copy bandwidth measured in the same run on that device ({@code copy}; null when not measured),
+ * and the wall time of all the rounds, warm-up included ({@code roundsWall}: the sum over the rounds
+ * of the span from the round's start on the first rank to its end on the last, so the work
+ * between rounds, the poisoning and the checks against the reference, is left out; null when not
+ * measured, as on the GPU backend, whose ranks are processes).
  */
 record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<PhaseTimes> phases,
-                   List<PhaseTimes> rankZero, List<String> problems, String device, String mode, CopyBaseline copy) {
+                   List<PhaseTimes> rankZero, List<String> problems, String device, String mode, CopyBaseline copy,
+                   Duration roundsWall) {
     Measurement {
         if (phases.size() != Phases.COUNT || rankZero.size() != Phases.COUNT) {
             throw new IllegalArgumentException(Phases.COUNT + " phases needed, got " + phases.size() + " and "
@@ -38,7 +44,30 @@ record Measurement(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<Phas
     static Measurement of(RunSpec spec, RoundPlan plan, TrafficModel traffic, List<long[][]> perRank,
                           List<String> problems, String device, String mode, CopyBaseline copy) {
         return new Measurement(spec, plan, traffic, slowest(perRank, plan.rounds()),
-                slowest(perRank.subList(0, 1), plan.rounds()), problems, device, mode, copy);
+                slowest(perRank.subList(0, 1), plan.rounds()), problems, device, mode, copy, null);
+    }
+
+    /** This measurement with {@link #roundsWall()} set. */
+    Measurement withRoundsWall(Duration wall) {
+        return new Measurement(spec, plan, traffic, phases, rankZero, problems, device, mode, copy, wall);
+    }
+
+    /**
+     * {@link #roundsWall()} of rounds whose start and end instants ({@code System.nanoTime}) each
+     * rank recorded: {@code starts[rank][round]}, {@code ends[rank][round]}.
+     */
+    static Duration roundsWall(long[][] starts, long[][] ends) {
+        long total = 0;
+        for (int round = 0; round < starts[0].length; round++) {
+            long first = Long.MAX_VALUE;
+            long last = Long.MIN_VALUE;
+            for (int rank = 0; rank < starts.length; rank++) {
+                first = Math.min(first, starts[rank][round]);
+                last = Math.max(last, ends[rank][round]);
+            }
+            total += last - first;
+        }
+        return Duration.ofNanos(total);
     }
 
     /**

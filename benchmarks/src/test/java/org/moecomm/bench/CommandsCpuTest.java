@@ -12,7 +12,10 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -208,6 +211,18 @@ class CommandsCpuTest {
             assertTrue(o.contains(phase), phase + " missing:\n" + o);
         }
         assertTrue(o.contains("GB/s logical") && o.contains("MiB logical"), o);
+        Matcher rounds = Pattern.compile(
+                "rounds: 4 \\(1 warm-up \\+ 3 timed\\) in (\\d+\\.\\d\\d) s of wall time").matcher(o);
+        assertTrue(rounds.find(), o);
+        assertTrue(Double.parseDouble(rounds.group(1)) > 0, o);
+    }
+
+    @Test
+    void roundsWallSumsEachRoundsSpanFromTheFirstStartToTheLastEnd() {
+        // rank 0 starts round 0 at 10 and ends at 50, rank 1 at 12 and 70; round 1: 100-130, 95-120
+        long[][] starts = {{10, 100}, {12, 95}};
+        long[][] ends = {{50, 130}, {70, 120}};
+        assertEquals(Duration.ofNanos((70 - 10) + (130 - 95)), Measurement.roundsWall(starts, ends));
     }
 
     @Test

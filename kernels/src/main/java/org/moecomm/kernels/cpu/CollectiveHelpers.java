@@ -108,7 +108,8 @@ public final class CollectiveHelpers {
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf out, int hidden, int topK, int yDtype, int outDtype) {
         LoopBlock block = LoopBlock.running();
-        float[] sums = block == null ? null
+        // a block of one thread has no other threads' quads to share: its sums go straight to out
+        float[] sums = block == null || block.threads == 1 ? null
                 : blockSums(block, t, firstQuad, step, combineRecv, pairLocation, weights, hidden, topK, yDtype);
         if (sums == null) { // not a call of the block's shape, or no room left: the caller's quads alone
             RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,

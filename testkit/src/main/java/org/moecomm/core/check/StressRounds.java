@@ -10,6 +10,7 @@ import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.reference.Reference;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
 
 /**
  * Many checked rounds on one handle, each with new inputs: a random m per rank group (0 and M
@@ -132,8 +133,18 @@ public final class StressRounds {
      * {@code rank0Done}. Returns the ranks' results in rank order.
      */
     public static List<Result> runOnCpu(MoeConfig config, Options options, IntConsumer rank0Done) {
+        return runOnCpu(config, options, CpuKernelRunner.defaultBlockThreads(), rank0Done);
+    }
+
+    /**
+     * {@link #runOnCpu(MoeConfig, Options, IntConsumer)} with the kernels run at most
+     * {@code maxBlockThreads} threads per block ({@link CpuCluster#create(int, int)}: the GPU's
+     * block size runs the kernels' many-thread paths on the JVM).
+     */
+    public static List<Result> runOnCpu(MoeConfig config, Options options, int maxBlockThreads,
+                                        IntConsumer rank0Done) {
         Objects.requireNonNull(rank0Done, "rank0Done");
-        try (CpuCluster cluster = CpuCluster.create(config.worldSize())) {
+        try (CpuCluster cluster = CpuCluster.create(config.worldSize(), maxBlockThreads)) {
             return cluster.runOnAllRanks(rank -> {
                 try (MoeAllToAll h = cluster.createHandle(rank, config)) {
                     return run(RankBuffers.allocate(h), options, rank == 0 ? rank0Done : done -> { });

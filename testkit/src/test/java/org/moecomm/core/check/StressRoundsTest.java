@@ -13,6 +13,7 @@ import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.PeerWrites;
 import org.moecomm.core.testing.Harness;
+import org.moecomm.kernels.moe.MoeKernels;
 
 /**
  * The stress run on the CPU backend: a short one in every build, the long one (10,000 rounds)
@@ -46,6 +47,16 @@ class StressRoundsTest {
     void manyRoundsWithGroupsAndPutsAreAllRight() {
         MoeConfig config = config(4, 2, DType.BF16).toBuilder().peerWrites(PeerWrites.PUTS).build();
         assertAllRoundsRight(run(config, new StressRounds.Options(40, 12, 0.3, 50)), 40);
+    }
+
+    /** The kernels at the GPU's block size on the JVM (the suite's other rounds run one thread per block). */
+    @Test
+    void manyRoundsAtTheGpusBlockSizeAreAllRight() {
+        MoeConfig config = config(4, 2, DType.FP8_E4M3).toBuilder().peerWrites(PeerWrites.PUTS).build();
+        StressRounds.Options options = new StressRounds.Options(30, 14, 0.3, 50);
+        assertAllRoundsRight(StressRounds.runOnCpu(config, options, MoeKernels.THREADS, done -> { }), 30);
+        MoeConfig direct = config(4, 1, DType.BF16).toBuilder().expertInType(DType.FP8_E4M3).build();
+        assertAllRoundsRight(StressRounds.runOnCpu(direct, options, MoeKernels.THREADS, done -> { }), 30);
     }
 
     /** A quantising dispatch, each round's tokens drawn from the quantisation's edge cases. */

@@ -18,6 +18,7 @@ import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.protocol.BufferLayout;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
 
 /**
  * The CPU backend: W ranks as threads of this JVM ({@link CpuCluster}), host clock
@@ -73,7 +74,10 @@ final class CpuRunner implements Runner {
     }
 
     static String mode(int world) {
-        return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock)", world);
+        int threads = CpuKernelRunner.defaultBlockThreads();
+        return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock, %s%s)", world,
+                threads == 1 ? "one thread per block" : "at most " + threads + " threads per block",
+                CpuKernelRunner.vectorSums() ? ", vector sums" : "");
     }
 
     private static Measurement runOne(RunSpec spec, RoundPlan plan, CopyBaseline copy, Progress progress)

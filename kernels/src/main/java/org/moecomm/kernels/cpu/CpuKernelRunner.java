@@ -176,6 +176,14 @@ public final class CpuKernelRunner implements KernelRunner {
         return peers;
     }
 
+    /**
+     * Whether this JVM runs the weighted sums of bf16 rows on the Vector API (it was started with
+     * {@code --add-modules jdk.incubator.vector}; docs/kernels-in-java.md, "Vector sums").
+     */
+    public static boolean vectorSums() {
+        return RowReduction.VECTOR_SUMS;
+    }
+
     /** Most threads per block {@link #blockThreads(int)} gives. */
     public int maxBlockThreads() {
         return maxBlockThreads;

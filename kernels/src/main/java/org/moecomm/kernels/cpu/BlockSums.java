@@ -3,9 +3,10 @@ package org.moecomm.kernels.cpu;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.moecomm.kernels.api.Buf;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+
+import org.moecomm.kernels.api.Buf;
 
 /**
  * Tokens' reductions for a whole loop block ({@link CollectiveHelpers#reduceSlice}), each

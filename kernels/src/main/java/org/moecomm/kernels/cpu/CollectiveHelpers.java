@@ -108,8 +108,7 @@ public final class CollectiveHelpers {
     public static void reduceSlice(int t, int firstQuad, int step, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf out, int hidden, int topK, int yDtype, int outDtype) {
         LoopBlock block = LoopBlock.running();
-        // a block of one thread has no other threads' quads to share: its sums go straight to out
-        float[] sums = block == null || block.threads == 1 ? null
+        float[] sums = block == null ? null
                 : blockSums(block, t, firstQuad, step, combineRecv, pairLocation, weights, hidden, topK, yDtype);
         if (sums == null) { // not a call of the block's shape, or no room left: the caller's quads alone
             RowReduction.reduce(t, firstQuad, step, 1, combineRecv, pairLocation, weights, out, hidden, topK, yDtype,
@@ -127,7 +126,8 @@ public final class CollectiveHelpers {
                                      Buf pairLocation, Buf weights, int hidden, int topK, int yDtype) {
         int base = firstQuad - block.runningThread();
         BlockSums kept = block.sums();
-        if (base < 0 || step < block.threads || t < 0
+        // a block of one thread has no other threads' quads to share: its sums go straight to out
+        if (block.threads == 1 || base < 0 || step < block.threads || t < 0
                 || !kept.takesShape(base, step, combineRecv, pairLocation, weights, hidden, topK, yDtype)) {
             return null;
         }

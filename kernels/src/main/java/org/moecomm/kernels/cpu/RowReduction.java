@@ -91,13 +91,12 @@ final class RowReduction {
         }
         // quads [start, start + run) for start = firstQuad, firstQuad + step, ...: one run from
         // firstQuad to the end where the runs meet (a block of one thread takes every quad)
-        int run = Math.min(span, step);
-        boolean contiguous = run == step;
-        long stride = contiguous ? quads : step;
+        int run = span >= step ? quads : span;
+        int stride = span >= step ? quads : step;
         boolean vector = sums == null && yDtype == BF16 && outDtype == BF16 && VECTOR_SUMS;
         long outFirst = (long) t * hidden;
         for (long start = firstQuad; start < quads; start += stride) {
-            int end = (int) Math.min(quads, contiguous ? quads : start + run);
+            int end = (int) Math.min(quads, start + run);
             int q = (int) start;
             if (vector) {
                 q = VectorSums.bf16(combineRecv, rows, w, pairs, out, outFirst, q * QUAD, end * QUAD) / QUAD;

@@ -440,9 +440,13 @@ class SupportedConstructsTest {
 
     @Test
     void copy16x8NPredicatesItsEightLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
-        String p = ptx("copySomeOfEight");
-        assertLoadsThenStores(p, 8, "@%tp\\d+ ");
-        for (int j = 0; j < 8; j++) {
+        assertPredicatedLoadsThenStores(ptx("copySomeOfEight"), 8);
+    }
+
+    /** {@code n} loads and stores, the j-th predicated on {@code count > j}, all loads before the stores. */
+    private static void assertPredicatedLoadsThenStores(String p, int n) {
+        assertLoadsThenStores(p, n, "@%tp\\d+ ");
+        for (int j = 0; j < n; j++) {
             matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
         }
     }
@@ -488,11 +492,7 @@ class SupportedConstructsTest {
 
     @Test
     void copy16xNPredicatesItsFourLoadsOnTheCountAndIssuesThemBeforeItsStores() throws Exception {
-        String p = ptx("copySome");
-        assertLoadsThenStores(p, 4, "@%tp\\d+ ");
-        for (int j = 0; j < 4; j++) {
-            matches(p, "setp\\.gt\\.s32 %tp\\d+, %iS\\d+, " + j + ";");
-        }
+        assertPredicatedLoadsThenStores(ptx("copySome"), 4);
     }
 
     // ---- Numerics, Math, Float ----

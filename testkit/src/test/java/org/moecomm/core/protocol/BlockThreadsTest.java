@@ -15,13 +15,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.moecomm.core.DType;
-import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.check.CheckedRound;
-import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
-import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.testing.Harness;
 import org.moecomm.kernels.moe.MoeKernels;
 
@@ -70,23 +67,19 @@ class BlockThreadsTest {
 
     /** Checked rounds on a cluster of {@code blockThreads}; returns each rank's combine outputs. */
     private static List<List<byte[]>> rounds(MoeConfig config, int blockThreads, List<Workload> workloads) {
-        List<RankRun> runs;
-        try (CpuCluster cluster = CpuCluster.create(config.worldSize(), blockThreads)) {
-            runs = cluster.runOnAllRanks(rank -> {
-                RankRun run = new RankRun(new ArrayList<>(), new ArrayList<>());
-                try (MoeAllToAll h = cluster.createHandle(rank, config); Arena arena = Arena.ofConfined()) {
-                    RankBuffers b = RankBuffers.allocate(h);
-                    for (Workload w : workloads) {
-                        run.reports().add(CheckedRound.run(b, w, false));
-                        long bytes = (long) w.rank(rank).m() * config.hidden() * config.outType().bytes();
-                        MemorySegment host = arena.allocate(Math.max(1, bytes)).asSlice(0, bytes);
-                        h.memory().copyToHost(b.out().buf(), 0, host);
-                        run.outs().add(host.toArray(ValueLayout.JAVA_BYTE));
-                    }
+        List<RankRun> runs = Harness.onAllRanks(config, blockThreads, (h, b) -> {
+            RankRun run = new RankRun(new ArrayList<>(), new ArrayList<>());
+            try (Arena arena = Arena.ofConfined()) {
+                for (Workload w : workloads) {
+                    run.reports().add(CheckedRound.run(b, w, false));
+                    long bytes = (long) w.rank(h.rank()).m() * config.hidden() * config.outType().bytes();
+                    MemorySegment host = arena.allocate(Math.max(1, bytes)).asSlice(0, bytes);
+                    h.memory().copyToHost(b.out().buf(), 0, host);
+                    run.outs().add(host.toArray(ValueLayout.JAVA_BYTE));
                 }
-                return run;
-            });
-        }
+            }
+            return run;
+        });
         Harness.assertAllOk(runs.stream().map(RankRun::reports).toList());
         assertTrue(runs.stream().anyMatch(r -> r.outs().stream().anyMatch(o -> o.length > 0)), "some rank had tokens");
         return runs.stream().map(RankRun::outs).toList();

@@ -14,6 +14,7 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.cpu.CpuCluster;
+import org.moecomm.kernels.cpu.CpuKernelRunner;
 
 /** Runs rank bodies on a fresh CPU cluster with one handle per rank. */
 public final class Harness {
@@ -25,7 +26,13 @@ public final class Harness {
 
     /** Runs {@code body(handle, buffers)} on every rank of a new cluster; returns the results by rank. */
     public static <T> List<T> onAllRanks(MoeConfig config, BiFunction<MoeAllToAll, RankBuffers, T> body) {
-        try (CpuCluster cluster = CpuCluster.create(config.worldSize())) {
+        return onAllRanks(config, CpuKernelRunner.defaultBlockThreads(), body);
+    }
+
+    /** {@link #onAllRanks(MoeConfig, BiFunction)} on a cluster of at most {@code maxBlockThreads} threads per block. */
+    public static <T> List<T> onAllRanks(MoeConfig config, int maxBlockThreads,
+                                         BiFunction<MoeAllToAll, RankBuffers, T> body) {
+        try (CpuCluster cluster = CpuCluster.create(config.worldSize(), maxBlockThreads)) {
             return cluster.runOnAllRanks(rank -> {
                 try (MoeAllToAll h = cluster.createHandle(rank, config)) {
                     return body.apply(h, RankBuffers.allocate(h));

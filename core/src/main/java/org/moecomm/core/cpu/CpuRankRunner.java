@@ -93,6 +93,11 @@ final class CpuRankRunner implements KernelRunner {
     }
 
     @Override
+    public void prepare(Kernel kernel, Object... args) {
+        runner.prepare(kernel, args);
+    }
+
+    @Override
     public int concurrentBlocks() {
         return runner.concurrentBlocks();
     }

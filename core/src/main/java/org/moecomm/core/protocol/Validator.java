@@ -144,19 +144,22 @@ public final class Validator {
         if (m == 0) {
             return;
         }
+        // read into an array in one copy: a loop over the segment's elements costs the JIT far more
+        int[] ids = new int[m * k];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(4L * m * k, 4);
             memory.copyToHost(indices.buf(), 0, host);
-            for (int t = 0; t < m; t++) {
-                for (int j = 0; j < k; j++) {
-                    int id = host.getAtIndex(ValueLayout.JAVA_INT, (long) t * k + j);
-                    if (id < -1 || id >= e) {
-                        throw badExpertId(id, t, j, "");
-                    }
-                    for (int i = 0; i < j && id >= 0; i++) {
-                        if (host.getAtIndex(ValueLayout.JAVA_INT, (long) t * k + i) == id) {
-                            throw repeatedExpertId(id, t, j, "");
-                        }
+            MemorySegment.copy(host, ValueLayout.JAVA_INT, 0, ids, 0, ids.length);
+        }
+        for (int t = 0; t < m; t++) {
+            for (int j = 0; j < k; j++) {
+                int id = ids[t * k + j];
+                if (id < -1 || id >= e) {
+                    throw badExpertId(id, t, j, "");
+                }
+                for (int i = 0; i < j && id >= 0; i++) {
+                    if (ids[t * k + i] == id) {
+                        throw repeatedExpertId(id, t, j, "");
                     }
                 }
             }

@@ -231,28 +231,38 @@ public final class Reference {
      * larger array).
      */
     public static void decodeRange(DType dtype, byte[] bytes, int first, float[] values, int n) {
+        // a loop per dtype, each its own method, so that the JIT compiles each once for the types
+        // it meets (one loop under a switch is compiled again whenever a new dtype shows up)
         switch (dtype) {
-            case BF16 -> {
-                for (int i = 0; i < n; i++) {
-                    values[i] = Numerics.bf16ToFloat(getShort(bytes, first + i));
-                }
-            }
-            case FP16 -> {
-                for (int i = 0; i < n; i++) {
-                    values[i] = Numerics.fp16ToFloat(getShort(bytes, first + i));
-                }
-            }
-            case FP32 -> {
-                for (int i = 0; i < n; i++) {
-                    values[i] = Float.intBitsToFloat(getInt(bytes, first + i));
-                }
-            }
-            case FP8_E4M3 -> {
-                for (int i = 0; i < n; i++) {
-                    values[i] = Numerics.fp8e4m3ToFloat(bytes[first + i]);
-                }
-            }
+            case BF16 -> decodeBf16(bytes, first, values, n);
+            case FP16 -> decodeFp16(bytes, first, values, n);
+            case FP32 -> decodeFp32(bytes, first, values, n);
+            case FP8_E4M3 -> decodeFp8e4m3(bytes, first, values, n);
             case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        }
+    }
+
+    private static void decodeBf16(byte[] bytes, int first, float[] values, int n) {
+        for (int i = 0; i < n; i++) {
+            values[i] = Numerics.bf16ToFloat(getShort(bytes, first + i));
+        }
+    }
+
+    private static void decodeFp16(byte[] bytes, int first, float[] values, int n) {
+        for (int i = 0; i < n; i++) {
+            values[i] = Numerics.fp16ToFloat(getShort(bytes, first + i));
+        }
+    }
+
+    private static void decodeFp32(byte[] bytes, int first, float[] values, int n) {
+        for (int i = 0; i < n; i++) {
+            values[i] = Float.intBitsToFloat(getInt(bytes, first + i));
+        }
+    }
+
+    private static void decodeFp8e4m3(byte[] bytes, int first, float[] values, int n) {
+        for (int i = 0; i < n; i++) {
+            values[i] = Numerics.fp8e4m3ToFloat(bytes[first + i]);
         }
     }
 
@@ -263,28 +273,37 @@ public final class Reference {
 
     /** Stores {@code values[0, n)} as elements {@code first, ..., first + n - 1} of a little-endian array of {@code dtype}, as {@link #encode} does. */
     public static void encodeRange(DType dtype, float[] values, int n, byte[] bytes, int first) {
+        // a loop per dtype, each its own method (see decodeRange)
         switch (dtype) {
-            case BF16 -> {
-                for (int i = 0; i < n; i++) {
-                    putShort(bytes, first + i, Numerics.floatToBf16(values[i]));
-                }
-            }
-            case FP16 -> {
-                for (int i = 0; i < n; i++) {
-                    putShort(bytes, first + i, Numerics.floatToFp16(values[i]));
-                }
-            }
-            case FP32 -> {
-                for (int i = 0; i < n; i++) {
-                    putInt(bytes, first + i, Float.floatToRawIntBits(values[i]));
-                }
-            }
-            case FP8_E4M3 -> {
-                for (int i = 0; i < n; i++) {
-                    bytes[first + i] = Numerics.floatToFp8e4m3(values[i]);
-                }
-            }
+            case BF16 -> encodeBf16(values, n, bytes, first);
+            case FP16 -> encodeFp16(values, n, bytes, first);
+            case FP32 -> encodeFp32(values, n, bytes, first);
+            case FP8_E4M3 -> encodeFp8e4m3(values, n, bytes, first);
             case INT32 -> throw new IllegalArgumentException("int32 is not a float type");
+        }
+    }
+
+    private static void encodeBf16(float[] values, int n, byte[] bytes, int first) {
+        for (int i = 0; i < n; i++) {
+            putShort(bytes, first + i, Numerics.floatToBf16(values[i]));
+        }
+    }
+
+    private static void encodeFp16(float[] values, int n, byte[] bytes, int first) {
+        for (int i = 0; i < n; i++) {
+            putShort(bytes, first + i, Numerics.floatToFp16(values[i]));
+        }
+    }
+
+    private static void encodeFp32(float[] values, int n, byte[] bytes, int first) {
+        for (int i = 0; i < n; i++) {
+            putInt(bytes, first + i, Float.floatToRawIntBits(values[i]));
+        }
+    }
+
+    private static void encodeFp8e4m3(float[] values, int n, byte[] bytes, int first) {
+        for (int i = 0; i < n; i++) {
+            bytes[first + i] = Numerics.floatToFp8e4m3(values[i]);
         }
     }
 

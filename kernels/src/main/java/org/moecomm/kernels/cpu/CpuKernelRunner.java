@@ -145,6 +145,11 @@ public final class CpuKernelRunner implements KernelRunner {
                 + value + "'");
     }
 
+    /** Whether {@code method}'s loop form has been built (or refused) in this JVM. */
+    static boolean loopFormBuilt(Method method) {
+        return LOOP_FORMS.containsKey(method);
+    }
+
     public Execution execution() {
         return execution;
     }
@@ -158,7 +163,8 @@ public final class CpuKernelRunner implements KernelRunner {
                 : Optional.of(NO_LOOP_FORM.get(kernel.method()));
     }
 
-    private static Optional<LoopForm> loopForm(Method method) {
+    /** {@code method}'s loop form, built on the first call, or empty (the reason in {@link #loopFormRefusal}). */
+    static Optional<LoopForm> loopForm(Method method) {
         return LOOP_FORMS.computeIfAbsent(method, m -> {
             try {
                 return Optional.of(LoopFormCompiler.compile(new Kernel(m.getDeclaringClass(), m.getName())));
@@ -231,6 +237,24 @@ public final class CpuKernelRunner implements KernelRunner {
         }
         MethodHandle body = MethodHandles.insertArguments(r.handle(), 1, arguments).asType(BOUND_TYPE);
         new KernelLaunch(kernel, grid, body, maxConcurrentBlocks, peers).run();
+    }
+
+    /**
+     * Builds {@code kernel}'s loop form now (under {@link Execution#LOOPS}), after checking
+     * {@code args} as {@link #launch} does, so that its first launch does not generate and verify
+     * the class: the protocol prepares its kernels when a handle is created, as a GPU runner loads
+     * its modules then.
+     *
+     * @throws IllegalArgumentException if the arguments do not match the kernel's parameters
+     */
+    @Override
+    public void prepare(Kernel kernel, Object... args) {
+        Objects.requireNonNull(kernel, "kernel");
+        Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
+        checkArguments(kernel, r.parameters(), args == null ? new Object[0] : args);
+        if (execution == Execution.LOOPS) {
+            loopForm(r.method());
+        }
     }
 
     private static Resolved resolve(Kernel kernel) {

@@ -163,9 +163,12 @@ final class LoopFormCompiler {
         byte[] bytes = cf.build(name, c -> {
             c.withMethodBody("run", runType, ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, second::emitResumable);
             for (int k = 1; k <= frames.size(); k++) {
-                List<Saved> saved = frames.get(k - 1);
-                c.withMethodBody(saveMethodName(k), saveMethodType(saved), ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
-                        b -> emitSaveMethod(b, saved));
+                List<List<Saved>> parts = saveParts(frames.get(k - 1));
+                for (int j = 0; j < parts.size(); j++) {
+                    List<Saved> part = parts.get(j);
+                    c.withMethodBody(saveMethodName(k, j), saveMethodType(part),
+                            ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC, b -> emitSaveMethod(b, part));
+                }
             }
             c.withMethodBody(SweepMethod.NAME, SweepMethod.type(), ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
                     b -> SweepMethod.emit(b, name, runType));
@@ -597,15 +600,15 @@ final class LoopFormCompiler {
         }
 
         private void saveAndReturn(int k) {
-            List<Saved> saved = frames.get(k - 1);
-            cb.aload(REFS);
-            cb.aload(PRIMS);
-            for (Saved l : saved) {
-                if (passed(l.type())) {
+            List<List<Saved>> parts = saveParts(frames.get(k - 1));
+            for (int j = 0; j < parts.size(); j++) {
+                cb.aload(REFS);
+                cb.aload(PRIMS);
+                for (Saved l : parts.get(j)) {
                     cb.loadLocal(kind(l.type()), l.slot());
                 }
+                cb.invokestatic(loopForm, saveMethodName(k, j), saveMethodType(parts.get(j)));
             }
-            cb.invokestatic(loopForm, saveMethodName(k), saveMethodType(saved));
             cb.loadConstant(k);
             cb.ireturn();
         }
@@ -697,43 +700,54 @@ final class LoopFormCompiler {
     }
 
     /** Most argument slots a method may have (the JVM's limit is 255). */
-    private static final int MAX_ARGUMENT_SLOTS = 255;
+    /**
+     * Most locals one save method takes. HotSpot's C2 cannot compile a call whose arguments reach
+     * past the stack slots its register masks cover, and gives the caller up ("unsupported calling
+     * sequence"): dispatchSend's {@code run}, itself of 25 parameters, calling save methods of up to
+     * 56 locals, stayed in C1 code for good. 16 keeps every call far inside that bound.
+     */
+    static final int SAVED_PER_METHOD = 16;
 
     /**
-     * The type of a split point's save method, {@code (Object[] refs, long[] prims, locals...)V}:
-     * passing the saved locals as arguments takes a load each at the split point where storing
-     * them inline takes five instructions each, which keeps kernels with many barriers and live
-     * locals under {@link #HUGE_METHOD_BYTES}. More live locals than a method's argument slots
-     * hold leave the kernel without a loop form.
+     * The locals of a split point that carry a value ({@link #passed}), in parts of at most
+     * {@link #SAVED_PER_METHOD}, each saved by a method of its own; none for a split point with
+     * nothing to save.
      */
-    private static MethodTypeDesc saveMethodType(List<Saved> saved) {
-        List<ClassDesc> params = new ArrayList<>(List.of(CD_Object.arrayType(), CD_long.arrayType()));
-        int slots = 2;
-        for (Saved l : saved) {
-            if (passed(l.type())) {
-                params.add(kind(l.type()) == TypeKind.REFERENCE ? CD_Object : kind(l.type()).upperBound());
-                slots += width(l.type());
-            }
+    private static List<List<Saved>> saveParts(List<Saved> saved) {
+        List<Saved> values = saved.stream().filter(l -> passed(l.type())).toList();
+        List<List<Saved>> parts = new ArrayList<>();
+        for (int from = 0; from < values.size(); from += SAVED_PER_METHOD) {
+            parts.add(values.subList(from, Math.min(values.size(), from + SAVED_PER_METHOD)));
         }
-        if (slots > MAX_ARGUMENT_SLOTS) {
-            throw new UnsupportedInBuild(new Unsupported("more live locals at a barrier than a method's "
-                    + MAX_ARGUMENT_SLOTS + " argument slots"));
+        return parts;
+    }
+
+    /**
+     * The type of a save method, {@code (Object[] refs, long[] prims, locals...)V}, for
+     * {@code part} of a split point's locals ({@link #saveParts}): passing the saved locals as
+     * arguments takes a load each at the split point where storing them inline takes five
+     * instructions each, which keeps kernels with many barriers and live locals under
+     * {@link #HUGE_METHOD_BYTES}.
+     */
+    private static MethodTypeDesc saveMethodType(List<Saved> part) {
+        List<ClassDesc> params = new ArrayList<>(List.of(CD_Object.arrayType(), CD_long.arrayType()));
+        for (Saved l : part) {
+            params.add(kind(l.type()) == TypeKind.REFERENCE ? CD_Object : kind(l.type()).upperBound());
         }
         return MethodTypeDesc.of(CD_void, params);
     }
 
-    private static String saveMethodName(int site) {
-        return "save$" + site;
+    /** The name of part {@code part} of split point {@code site}'s save methods. */
+    private static String saveMethodName(int site, int part) {
+        return "save$" + site + "$" + part;
     }
 
     /** The body of a save method ({@link #saveMethodType}): each argument into its local's element. */
-    private static void emitSaveMethod(CodeBuilder b, List<Saved> saved) {
+    private static void emitSaveMethod(CodeBuilder b, List<Saved> part) {
         int arg = 2;
-        for (Saved l : saved) {
-            if (passed(l.type())) {
-                saveLocal(b, l.slot(), arg, l.type());
-                arg += width(l.type());
-            }
+        for (Saved l : part) {
+            saveLocal(b, l.slot(), arg, l.type());
+            arg += width(l.type());
         }
         b.return_();
     }

@@ -155,22 +155,13 @@ public final class RankBuffers {
                 // must still go on so that the other ranks do not wait for this one
                 continue;
             }
-            MemorySegment stage = host.stage;
-            MemorySegment rows = stage.asSlice(0, (long) n * xb);
-            memory.copyToHost(dispatchOut.expertX().buf(), i * cap * xb, rows);
-            MemorySegment.copy(rows, ValueLayout.JAVA_BYTE, 0, host.x, 0, n * xb);
+            memory.copyToHost(dispatchOut.expertX().buf(), i * cap * xb, host.xSegment.asSlice(0, (long) n * xb));
             if (s > 0) {
-                MemorySegment sc = stage.asSlice(0, 4L * n * s);
-                memory.copyToHost(dispatchOut.expertXScale().buf(), i * cap * s * 4, sc);
-                MemorySegment.copy(sc, ValueLayout.JAVA_FLOAT, 0, host.scales, 0, n * s);
+                memory.copyToHost(dispatchOut.expertXScale().buf(), i * cap * s * 4,
+                        host.scalesSegment.asSlice(0, 4L * n * s));
             }
-            int expert = handle.rank() * l + i;
-            for (int r = 0; r < n; r++) {
-                Workload.fakeExpertRow(c, expert, host.x, r * h, host.scales, r * s, host.work, host.y, r * h);
-            }
-            MemorySegment ys = stage.asSlice(0, (long) n * yb);
-            MemorySegment.copy(host.y, 0, ys, ValueLayout.JAVA_BYTE, 0, n * yb);
-            memory.copyFromHost(expertY.buf(), i * cap * yb, ys);
+            host.play(c, handle.rank() * l + i, n);
+            memory.copyFromHost(expertY.buf(), i * cap * yb, host.ySegment.asSlice(0, (long) n * yb));
         }
     }
 
@@ -193,11 +184,23 @@ public final class RankBuffers {
      */
     private static final class ExpertHostBuffers {
         private int rows;
-        private MemorySegment stage;
         private byte[] x;
         private float[] scales;
         private byte[] y;
         private float[] work;
+        /** The arrays as segments, which the copies take (a GPU backend stages heap segments itself). */
+        private MemorySegment xSegment;
+        private MemorySegment scalesSegment;
+        private MemorySegment ySegment;
+
+        /** {@link Workload#fakeExpertRow} of {@code expert} on the first {@code n} rows of {@link #x} into {@link #y}. */
+        void play(MoeConfig c, int expert, int n) {
+            int h = c.hidden();
+            int s = c.scalesPerToken();
+            for (int r = 0; r < n; r++) {
+                Workload.fakeExpertRow(c, expert, x, r * h, scales, r * s, work, y, r * h);
+            }
+        }
 
         /** Room for {@code n} rows at least (twice the rows so far, up to {@code cap}, where that is more). */
         void reserve(int n, int cap, int xb, int yb, int s) {
@@ -205,12 +208,13 @@ public final class RankBuffers {
                 return;
             }
             rows = Math.max(n, Math.min(2 * rows, cap));
-            long stageBytes = Math.max(4L * rows * s, (long) rows * Math.max(xb, yb));
-            stage = Arena.ofAuto().allocate(stageBytes, 16);
             x = new byte[rows * xb];
             scales = new float[rows * s];
             y = new byte[rows * yb];
             work = new float[MoeConfig.SCALE_BLOCK];
+            xSegment = MemorySegment.ofArray(x);
+            scalesSegment = MemorySegment.ofArray(scales);
+            ySegment = MemorySegment.ofArray(y);
         }
     }
 

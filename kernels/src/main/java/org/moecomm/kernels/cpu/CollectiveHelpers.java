@@ -58,6 +58,13 @@ public final class CollectiveHelpers {
      * {@link MemorySegment#copy}.
      */
     public static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+        if (width == 1 && lane == 0) {
+            // a team of one lane (every team of a block of one thread): nothing to meet in the ledger
+            if (pieces > 0) {
+                MemorySegment.copy(src.segment(), srcPiece << 4, dst.segment(), dstPiece << 4, (long) pieces << 4);
+            }
+            return;
+        }
         LoopBlock block = LoopBlock.running();
         int first = block == null ? -1 : block.runningThread() - lane;
         if (width < 1 || lane < 0 || lane >= width || first < 0 || first + width > block.threads) {

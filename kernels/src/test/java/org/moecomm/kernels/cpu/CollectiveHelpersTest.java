@@ -66,7 +66,7 @@ class CollectiveHelpersTest {
 
     @ParameterizedTest(name = "{0} blocks of {1} threads, teams of {2}, {3} rows of {4} pieces")
     @CsvSource({"1, 32, 32, 5, 7", "2, 64, 32, 9, 3", "1, 256, 256, 1, 900", "3, 96, 32, 40, 1", "2, 100, 32, 7, 12",
-            "1, 64, 1, 5, 6", "2, 128, 64, 0, 4", "1, 32, 8, 6, 0"})
+            "1, 64, 1, 5, 6", "2, 1, 1, 4, 9", "2, 128, 64, 0, 4", "1, 32, 8, 6, 0"})
     void teamCopiesGiveTheHelpersBits(int blocks, int threads, int width, int rows, int pieces) {
         for (long seed = 1; seed <= 3; seed++) {
             long bytes = Math.max(16, 16L * rows * pieces * 2);

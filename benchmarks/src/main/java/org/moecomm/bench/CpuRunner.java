@@ -75,9 +75,10 @@ final class CpuRunner implements Runner {
 
     static String mode(int world) {
         int threads = CpuKernelRunner.defaultBlockThreads();
-        return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock, %s%s)", world,
+        return String.format(Locale.ROOT, "%d ranks as threads of 1 JVM (CPU backend, host clock, %s%s, %s)", world,
                 threads == 1 ? "one thread per block" : "at most " + threads + " threads per block",
-                CpuKernelRunner.vectorSums() ? ", vector sums" : "");
+                CpuKernelRunner.vectorSums() ? ", vector sums" : "",
+                CpuKernelRunner.loopFormsInC1Only() ? "loop forms in C1" : "loop forms in C1 and C2");
     }
 
     private static Measurement runOne(RunSpec spec, RoundPlan plan, CopyBaseline copy, Progress progress)

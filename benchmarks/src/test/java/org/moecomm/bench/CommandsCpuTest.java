@@ -214,7 +214,7 @@ class CommandsCpuTest {
         Matcher rounds = Pattern.compile(
                 "rounds: 4 \\(1 warm-up \\+ 3 timed\\) in (\\d+\\.\\d\\d) s of wall time").matcher(o);
         assertTrue(rounds.find(), o);
-        assertTrue(o.contains("(CPU backend, host clock, one thread per block, vector sums)"), o);
+        assertTrue(o.contains("(CPU backend, host clock, one thread per block, vector sums, loop forms in C1)"), o);
         assertTrue(Double.parseDouble(rounds.group(1)) > 0, o);
     }
 

@@ -166,6 +166,7 @@ public final class CpuKernelRunner implements KernelRunner {
     /** {@code method}'s loop form, built on the first call, or empty (the reason in {@link #loopFormRefusal}). */
     static Optional<LoopForm> loopForm(Method method) {
         return LOOP_FORMS.computeIfAbsent(method, m -> {
+            LoopFormJit.applyOnce();
             try {
                 return Optional.of(LoopFormCompiler.compile(new Kernel(m.getDeclaringClass(), m.getName())));
             } catch (LoopFormCompiler.Unsupported e) {
@@ -188,6 +189,17 @@ public final class CpuKernelRunner implements KernelRunner {
      */
     public static boolean vectorSums() {
         return RowReduction.VECTOR_SUMS;
+    }
+
+    /**
+     * Whether only C1 compiles the loop forms in this JVM, the default (a HotSpot compiler
+     * directive; {@code -Dmoecomm.cpu.loopFormsInC2=true} lets C2 compile them too, which pays off
+     * after some hundreds of rounds: docs/kernels-in-java.md, "Which JIT compiles the loop forms").
+     *
+     * @throws IllegalArgumentException if that property is neither true nor false
+     */
+    public static boolean loopFormsInC1Only() {
+        return LoopFormJit.C1_ONLY.equals(LoopFormJit.applyOnce());
     }
 
     /** Most threads per block {@link #blockThreads(int)} gives. */

@@ -40,7 +40,9 @@ final class LoopBlock extends Block {
         super(launch.kernel, launch.grid, launch.peers, bx, by);
         this.launch = launch;
         this.waits = launch.form.waits();
-        this.contexts = new KernelContext[threads];
+        // an array of the exact class stored: a KernelContext[] made C2 trap on the store's type
+        // check and compile this constructor four times
+        this.contexts = new CpuKernelContext[threads];
         for (int t = 0; t < threads; t++) {
             contexts[t] = new CpuKernelContext(this, t);
         }

@@ -144,12 +144,12 @@ public final class Validator {
         if (m == 0) {
             return;
         }
-        // read into an array in one copy: a loop over the segment's elements costs the JIT far more
-        int[] ids = new int[m * k];
+        // checked in an array: a loop over the segment's elements costs the JIT far more
+        int[] ids;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(4L * m * k, 4);
             memory.copyToHost(indices.buf(), 0, host);
-            MemorySegment.copy(host, ValueLayout.JAVA_INT, 0, ids, 0, ids.length);
+            ids = host.toArray(ValueLayout.JAVA_INT);
         }
         for (int t = 0; t < m; t++) {
             for (int j = 0; j < k; j++) {

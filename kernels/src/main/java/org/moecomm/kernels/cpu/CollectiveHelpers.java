@@ -58,21 +58,20 @@ public final class CollectiveHelpers {
      * {@link MemorySegment#copy}.
      */
     public static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
-        if (width == 1 && lane == 0) {
-            // a team of one lane (every team of a block of one thread): nothing to meet in the ledger
-            if (pieces > 0) {
-                MemorySegment.copy(src.segment(), srcPiece << 4, dst.segment(), dstPiece << 4, (long) pieces << 4);
+        // a team of one lane (every team of a block of one thread) has nobody to meet in the ledger
+        if (width != 1 || lane != 0) {
+            LoopBlock block = LoopBlock.running();
+            int first = block == null ? -1 : block.runningThread() - lane;
+            if (width < 1 || lane < 0 || lane >= width || first < 0 || first + width > block.threads) {
+                copyLanePieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
+                return;
             }
-            return;
+            if (!block.ledger().arrive(COPY_PIECES, first, width, lane,
+                    new PieceCopy(dst, dstPiece, src, srcPiece, pieces))) {
+                return;
+            }
         }
-        LoopBlock block = LoopBlock.running();
-        int first = block == null ? -1 : block.runningThread() - lane;
-        if (width < 1 || lane < 0 || lane >= width || first < 0 || first + width > block.threads) {
-            copyLanePieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
-            return;
-        }
-        if (block.ledger().arrive(COPY_PIECES, first, width, lane, new PieceCopy(dst, dstPiece, src, srcPiece, pieces))
-                && pieces > 0) {
+        if (pieces > 0) {
             MemorySegment.copy(src.segment(), srcPiece << 4, dst.segment(), dstPiece << 4, (long) pieces << 4);
         }
     }

@@ -234,11 +234,9 @@ public final class CpuKernelRunner implements KernelRunner {
      */
     @Override
     public void launch(Kernel kernel, Grid grid, Object... args) {
-        Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(grid, "grid");
         Object[] arguments = args == null ? new Object[0] : args;
-        Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
-        checkArguments(kernel, r.parameters(), arguments);
+        Resolved r = checked(kernel, arguments);
         kernel.checkThreads(grid, r.maxThreads());
         if (execution == Execution.LOOPS) {
             Optional<LoopForm> form = loopForm(r.method());
@@ -261,12 +259,18 @@ public final class CpuKernelRunner implements KernelRunner {
      */
     @Override
     public void prepare(Kernel kernel, Object... args) {
-        Objects.requireNonNull(kernel, "kernel");
-        Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
-        checkArguments(kernel, r.parameters(), args == null ? new Object[0] : args);
+        Resolved r = checked(kernel, args == null ? new Object[0] : args);
         if (execution == Execution.LOOPS) {
             loopForm(r.method());
         }
+    }
+
+    /** {@code kernel} resolved, after checking {@code args} against its parameters. */
+    private Resolved checked(Kernel kernel, Object[] args) {
+        Objects.requireNonNull(kernel, "kernel");
+        Resolved r = resolved.computeIfAbsent(kernel, CpuKernelRunner::resolve);
+        checkArguments(kernel, r.parameters(), args);
+        return r;
     }
 
     private static Resolved resolve(Kernel kernel) {

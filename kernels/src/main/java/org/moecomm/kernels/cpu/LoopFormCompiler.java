@@ -699,7 +699,6 @@ final class LoopFormCompiler {
         b.loadConstant(index);
     }
 
-    /** Most argument slots a method may have (the JVM's limit is 255). */
     /**
      * Most locals one save method takes. HotSpot's C2 cannot compile a call whose arguments reach
      * past the stack slots its register masks cover, and gives the caller up ("unsupported calling

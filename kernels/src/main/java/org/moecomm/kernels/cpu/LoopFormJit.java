@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Locale;
 import javax.management.JMException;
 import javax.management.ObjectName;
 import org.apache.logging.log4j.LogManager;
@@ -19,9 +20,9 @@ import org.apache.logging.log4j.Logger;
  *
  * <p>Why: a loop form is a kernel's whole code in a few big methods, and C2 took 0.1-0.4 s of CPU
  * for each, with its one thread busy for most of the default demo's rounds on two cores; code
- * waited in C1's profiling tier meanwhile. Kept in C1, the demo's 25 rounds took 2.0 s instead of
- * 2.6 (medians), while JMH's steady state is 10-25% slower (docs/kernels-in-java.md, "Which JIT
- * compiles the loop forms"). The CPU backend mostly runs short jobs (tests, the demo, a first run
+ * waited in C1's profiling tier meanwhile. Kept in C1, the demo's 25 rounds took 1.9 s instead of
+ * 2.6 (medians), while JMH's rounds at 128 tokens are 15-19% slower (docs/kernels-in-java.md,
+ * "Which JIT compiles the loop forms"). The CPU backend mostly runs short jobs (tests, the demo, a first run
  * of a kernel); long-running JVMs set the property.
  */
 final class LoopFormJit {
@@ -41,7 +42,7 @@ final class LoopFormJit {
         if (value == null || value.isBlank()) {
             return false;
         }
-        return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
+        return switch (value.trim().toLowerCase(Locale.ROOT)) {
             case "true" -> true;
             case "false" -> false;
             default -> throw new IllegalArgumentException("system property " + PROPERTY

@@ -160,11 +160,14 @@ elif [ -z "${MOECOMM_NVSHMEM_LIB:-}" ] && [ "${MOECOMM_REQUIRE_NVSHMEM:-0}" != 1
   echo "== per-phase benchmark: skipped (no NVSHMEM bridge: MOECOMM_NVSHMEM_LIB is not set; run scripts/gpu-nvshmem-check.sh)"
 else
   # shellcheck disable=SC2206
-  phase_extra=(--warmup "${PHASE_WARMUP:-200}" ${PHASE_BENCH_ARGS:-})
+  # a --warmup in PHASE_BENCH_ARGS (an A/B line's own) replaces PHASE_WARMUP: the option is given once
+  warmup_args=(--warmup "${PHASE_WARMUP:-200}")
+  [[ " ${PHASE_BENCH_ARGS:-} " == *" --warmup "* ]] && warmup_args=()
+  phase_extra=("${warmup_args[@]}" ${PHASE_BENCH_ARGS:-})
   gpu_label=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | awk '{print tolower($NF)}')
   for w in ${PHASE_WORLDS:-4 2}; do
     mps_between "before the per-phase benchmark, W=$w"
-    phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w --warmup ${PHASE_WARMUP:-200}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
+    phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w${warmup_args[*]:+ ${warmup_args[*]}}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
     echo "== per-phase benchmark: $phase_recorded"
     timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
       org.moecomm.bench.Main bench --backend gpu --world "$w" --launch-timeout "${PHASE_LAUNCH_TIMEOUT_S:-600}" \

@@ -93,6 +93,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final int waitTag;
     /** 1 when some peer is reached by puts (combine send's second pass). */
     private final int anyPut;
+    /**
+     * 1 when dispatch recv takes its slots in source order, counted in shared memory (a grid of
+     * one block per source group: decode; {@code AllToAllKernels.dispatchRecv}), else 0.
+     */
+    private final int orderedSlots;
     /** Threads per block of every kernel: the runner's for {@link MoeKernels#THREADS} (fewer on the JVM). */
     private final int threads;
     private final Grid dispatchSendGrid;
@@ -176,6 +181,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.threads = runner.blockThreads(MoeKernels.THREADS);
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), threads);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), threads);
+        this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block also waits, fences and counts
         // itself, and blocks beyond the rows there can be only add that fixed cost.
@@ -193,8 +199,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
         runner.prepare(COMBINE_SEND, combineSendArgs(dummy, dummy));
         runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
 
-        LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts",
-                rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws);
+        LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts;"
+                + " dispatch recv slots {}", rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws,
+                orderedSlots != 0 ? "in source order" : "counted");
         if (LOG.isDebugEnabled()) {
             // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
             LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
@@ -231,6 +238,15 @@ public final class AllToAllProtocol implements MoeAllToAll {
      */
     public boolean checksInputsOnHost() {
         return validator.checksOnHost();
+    }
+
+    /**
+     * Whether this handle's dispatch recv takes its slots in source order, counted in shared
+     * memory (decode sizes), rather than by global atomics: then each local expert's rows in
+     * {@code expertX} come group by group, in increasing source group.
+     */
+    public boolean slotsInSourceOrder() {
+        return orderedSlots != 0;
     }
 
     /** The phase this handle is in (which call it accepts next). */
@@ -326,7 +342,20 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 expertOrigin, pairsFromGroup, roundState, waitErrors, config.waitTimeout().toNanos(),
                 waitTag, rank, config.groupSize(), config.expertsPerRank(), layout.xBytes(), config.scalesPerToken(),
                 config.topK(), layout.rowBytes(), config.maxTokensPerRank(), config.numGroups(),
-                layout.pairsPerRegion()};
+                layout.pairsPerRegion(), orderedSlots};
+    }
+
+    /**
+     * Whether dispatch recv can take its slots in source order (one block per source group, and
+     * the groups, local experts and one group's pairs within the kernel's shared-memory tables):
+     * after the waits one round trip before the copy instead of six. {@code -Dmoecomm.orderedSlots=false}
+     * keeps the counted slots, for measurements.
+     */
+    private boolean orderedSlots(Grid recvGrid) {
+        return recvGrid.blocksY() == 1 && config.numGroups() <= MoeKernels.ORDERED_GROUPS
+                && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
+                && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
+                && !"false".equals(System.getProperty("moecomm.orderedSlots"));
     }
 
     /**

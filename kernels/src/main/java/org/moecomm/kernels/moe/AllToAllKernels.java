@@ -180,12 +180,20 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Dispatch receive: grid {@code NG x Y}, {@code x} = source group {@code g}. Thread 0 waits,
-     * bounded, for {@code dispatch[g] >= round << 32} (a wait that runs out is recorded in
-     * {@code errors} and the block takes no rows); then the block scatters as
-     * {@link MoeKernels#scatter} does, taking slots from {@code slotCounts} (int32 {@code [L]},
-     * zero between rounds). The last block writes the counts to {@code expertNumTokens} and zeroes
-     * {@code slotCounts}.
+     * Dispatch receive: grid {@code NG x Y}, {@code x} = source group {@code g}. Waits, bounded,
+     * for {@code dispatch[g] >= round << 32} (a wait that runs out is recorded in {@code errors}
+     * and the group counts as having sent no rows), then scatters the group's rows as
+     * {@link MoeKernels#scatter} does, in one of two ways, chosen by the protocol per handle:
+     * <ul>
+     *   <li>counted ({@code orderedSlots == 0}, any {@code Y}): thread 0 waits for group {@code g};
+     *       slots come from {@code slotCounts} (int32 {@code [L]}, zero between rounds) by global
+     *       atomics, and the last block of the grid writes the counts to {@code expertNumTokens}
+     *       and zeroes {@code slotCounts};</li>
+     *   <li>ordered ({@code orderedSlots == 1}, {@code Y = 1}: decode): threads {@code 0..g} wait
+     *       for groups {@code 0..g}, and the slots follow the groups' order, counted in shared
+     *       memory ({@link MoeKernels#scatterOrdered}): no global atomics and no completion count;
+     *       {@code slotCounts} is not touched.</li>
+     * </ul>
      *
      * @param waitTag the tag of the wait for signal word 0; word {@code i} has {@code waitTag + i}
      */
@@ -193,32 +201,66 @@ public final class AllToAllKernels {
                                     Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
-                                    int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
+                                    int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion,
+                                    @Specialize int orderedSlots) {
         long round = state.getLong(STATE_ROUND);
         int g = ctx.groupIdx();
-        int[] shared = ctx.allocateIntLocalArray(1);
-        if (ctx.localIdx() == 0) {
-            Buf signal = signals.slice(8L * g, 8);
-            // read beside the wait's own load: when it already holds this round's value (the round
-            // in its high half; each value is written once) the count needs no second round trip
-            long early = signal.getLong(0);
-            int rows = 0;
-            if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, g * groupSize + rank % groupSize,
-                    waitTag + g)) {
-                long value = (early >>> 32) == round ? early : signal.getLong(0);
-                rows = (int) (value & 0xffffffffL);
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        if (orderedSlots != 0) {
+            int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
+            int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
+            int[] listed = ctx.allocateIntLocalArray(1);
+            for (int l = tid; l < expertsPerRank; l += threads) {
+                counts[l] = 0;
             }
-            shared[0] = rows;
-        }
-        ctx.localBarrier();
-        MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
-                pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-        if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false, true)) {
-            for (int l = ctx.localIdx(); l < expertsPerRank; l += ctx.localGroupSizeX()) {
-                expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
-                slotCounts.setInt(l, 0);
+            if (tid == 0) {
+                listed[0] = 0;
+            }
+            for (int s = tid; s <= g; s += threads) {
+                // a wait is a split point of the CPU runner's loop form: its result goes to a local first
+                int rows = receivedRows(ctx, signals, s, round, timeoutNanos, errors, rank, groupSize, waitTag);
+                rowsFrom[s] = rows;
+            }
+            ctx.localBarrier();
+            MoeKernels.scatterOrdered(ctx, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
+                    expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+                    numGroups, pairsPerRegion, expertsPerRank);
+        } else {
+            int[] shared = ctx.allocateIntLocalArray(1);
+            if (tid == 0) {
+                int rows = receivedRows(ctx, signals, g, round, timeoutNanos, errors, rank, groupSize, waitTag);
+                shared[0] = rows;
+            }
+            ctx.localBarrier();
+            MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
+                    pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+            if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false, true)) {
+                for (int l = tid; l < expertsPerRank; l += threads) {
+                    expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
+                    slotCounts.setInt(l, 0);
+                }
             }
         }
+    }
+
+    /**
+     * The rows source group {@code s} sent this round: the low half of its dispatch signal once
+     * the bounded wait for {@code round << 32} returns (0 when it ran out: recorded in
+     * {@code errors}, raised on the host).
+     */
+    static int receivedRows(KernelContext ctx, Buf signals, int s, long round, long timeoutNanos, Buf errors,
+                            int rank, int groupSize, int waitTag) {
+        Buf signal = signals.slice(8L * s, 8);
+        // read beside the wait's own load: when it already holds this round's value (the round
+        // in its high half; each value is written once) the count needs no second round trip
+        long early = signal.getLong(0);
+        if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
+                waitTag + s)) {
+            long value = (early >>> 32) == round ? early : signal.getLong(0);
+            return (int) (value & 0xffffffffL);
+        }
+        return 0;
     }
 
     /**

@@ -44,6 +44,12 @@ public final class MoeKernels {
     static final int PACK_IDS = 2048;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
+    /** Most pairs of one source group {@link #scatterOrdered} takes ({@code M * Kd}): its list in shared memory. */
+    public static final int ORDERED_PAIRS = 1024;
+    /** Most local experts {@link #scatterOrdered} counts ({@code L}): its counters in shared memory. */
+    public static final int ORDERED_EXPERTS = 1024;
+    /** Most source groups {@link #scatterOrdered} orders ({@code NG}): their row counts in shared memory. */
+    public static final int ORDERED_GROUPS = 256;
     /** Values that share one float32 scale in fp8 tokens (and in a quantising dispatch's rows). */
     public static final int SCALE_BLOCK = 128;
     /** Threads that quantise one block of {@link #SCALE_BLOCK} values together ({@link #finishShare}). */
@@ -405,26 +411,14 @@ public final class MoeKernels {
                         int c = ctx.atomicAdd(listed, turn, 1);
                         copySlot[c] = slot;
                         copyExpert[c] = expert;
-                        copyRow[c] = r;
+                        copyRow[c] = (int) (regionRow + chunk + r);
                     }
                 }
             }
             ctx.localBarrier();
 
-            // Phase 2: teams of warps copy the listed pairs' rows; a decode chunk's few pairs
-            // are spread over all the warps (teamWidth) rather than left to one warp each.
-            int copies = listed[turn];
-            int width = teamWidth(threads, copies);
-            int team = tid / width;
-            int lane = tid - team * width;
-            int teams = threads / width;
-            if (team < teams) {
-                for (int c = team; c < copies; c += teams) {
-                    copyRowToExpert(dispatchRecv, expertX, expertXScale, regionRow + chunk + copyRow[c],
-                            (long) copyExpert[c] * capacity + copySlot[c], lane, width, xBytes, scalesPerToken,
-                            rowBytes);
-                }
-            }
+            copyListed(ctx, dispatchRecv, expertX, expertXScale, listed[turn], copySlot, copyExpert, copyRow, capacity,
+                    xBytes, scalesPerToken, rowBytes);
             if (tid == 0) {
                 listed[1 - turn] = 0; // last read in the previous chunk, before its final barrier
             }
@@ -441,6 +435,123 @@ public final class MoeKernels {
             }
             pairsFromGroup.setInt(group, total);
         }
+    }
+
+    /**
+     * Phase 2 of a scatter: teams of warps copy the listed pairs' rows ({@code copyRow}: rows of
+     * {@code dispatchRecv}) with their scales to {@code expertX[copyExpert][copySlot]}; a decode
+     * round's few pairs are spread over all the warps ({@link #teamWidth}) rather than left to one
+     * warp each. An entry whose slot is negative is skipped (no slot: invalid input).
+     */
+    static void copyListed(KernelContext ctx, Buf dispatchRecv, Buf expertX, Buf expertXScale, int copies,
+                           int[] copySlot, int[] copyExpert, int[] copyRow, int capacity, int xBytes,
+                           int scalesPerToken, int rowBytes) {
+        int threads = ctx.localGroupSizeX();
+        int width = teamWidth(threads, copies);
+        int team = ctx.localIdx() / width;
+        int lane = ctx.localIdx() - team * width;
+        int teams = threads / width;
+        if (team < teams) {
+            for (int c = team; c < copies; c += teams) {
+                int slot = copySlot[c];
+                if (slot >= 0) {
+                    copyRowToExpert(dispatchRecv, expertX, expertXScale, copyRow[c], (long) copyExpert[c] * capacity + slot,
+                            lane, width, xBytes, scalesPerToken, rowBytes);
+                }
+            }
+        }
+    }
+
+    /**
+     * The scatter of a dispatch receive grid of one block per source group (decode, where the
+     * protocol chooses it): slots in source-group order, counted in shared memory instead of with
+     * global atomics, so that no block needs another's counts and the grid needs no completion
+     * count. Block {@code g} counts the pairs of every earlier group {@code s < g} per local expert
+     * in {@code counts} (zero at the call), then takes its own pairs' slots after them; the last
+     * group's block, whose counts then cover every group, writes {@code expertNumTokens}. After the
+     * waits, one round trip to memory (every row's meta, all at once) before the copy, where the
+     * counted scatter takes five more (the slot atomics, the grid count between two fences, the
+     * counts' read).
+     *
+     * @param rowsFrom shared: the rows each group {@code s <= g} sent (from its dispatch signal)
+     * @param counts shared, {@code [L]} zero: pairs per local expert
+     * @param listed shared, {@code [1]} zero: the length of the block's copy list
+     */
+    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, int[] rowsFrom, int[] counts, int[] listed,
+                               Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+                               Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK, int rowBytes,
+                               int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        int group = ctx.groupIdx();
+        int capacity = numGroups * maxTokens;
+        int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
+        int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
+        int[] copySlot = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyExpert = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyRow = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyOrigin = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+
+        // Pass 1: every (row, pair) of groups 0..g, numbered across the groups and dealt to the
+        // threads in turn, so that a decode round's few pairs load their metas all at once (a
+        // thread's pairs of successive groups would wait for each other's loads).
+        int before = 0; // pairs of the groups before s
+        for (int s = 0; s <= group; s++) {
+            int rows = clamp(rowsFrom[s], 0, maxTokens);
+            int items = rows * kd;
+            int first = tid - before % threads; // the first j with (before + j) % threads == tid
+            if (first < 0) {
+                first += threads;
+            }
+            for (int j = first; j < items; j += threads) {
+                int r = j / kd;
+                int p = j - r * kd;
+                long meta = metaIndex((long) s * maxTokens + r, rowBytes, metaOffset);
+                // the row's first pair, its pair count and this pair's expert in one round trip
+                int rowPairBase = dispatchRecv.getInt(meta);
+                int rowPairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
+                int expert = dispatchRecv.getInt(meta + 2 + p);
+                if (p < rowPairs && expert >= 0 && expert < expertsPerRank) {
+                    if (s < group) {
+                        ctx.atomicAdd(counts, expert, 1);
+                    } else {
+                        int c = ctx.atomicAdd(listed, 0, 1);
+                        copyExpert[c] = expert;
+                        copyRow[c] = (int) ((long) s * maxTokens + r);
+                        copyOrigin[c] = group * pairsPerRegion + rowPairBase + p;
+                    }
+                }
+                if (s == group && p == 0 && r == rows - 1) {
+                    // pairs are numbered contiguously in row order: the last row ends the count
+                    pairsFromGroup.setInt(group, rowPairBase + rowPairs);
+                }
+            }
+            before += items;
+        }
+        if (tid == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
+            pairsFromGroup.setInt(group, 0);
+        }
+        ctx.localBarrier();
+
+        // Pass 2: this group's pairs take their slots after the earlier groups' pairs.
+        int copies = listed[0];
+        for (int c = tid; c < copies; c += threads) {
+            int expert = copyExpert[c];
+            int slot = ctx.atomicAdd(counts, expert, 1);
+            // a slot past the expert's rows only comes with invalid input: never written
+            if (slot < capacity) {
+                expertOrigin.setInt((long) expert * capacity + slot, copyOrigin[c]);
+            }
+            copySlot[c] = slot < capacity ? slot : -1;
+        }
+        ctx.localBarrier();
+        if (group == numGroups - 1) {
+            for (int l = tid; l < expertsPerRank; l += threads) {
+                expertNumTokens.setInt(l, counts[l]);
+            }
+        }
+        copyListed(ctx, dispatchRecv, expertX, expertXScale, copies, copySlot, copyExpert, copyRow, capacity, xBytes,
+                scalesPerToken, rowBytes);
     }
 
     /**

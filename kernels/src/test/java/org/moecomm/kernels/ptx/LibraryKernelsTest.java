@@ -103,6 +103,39 @@ class LibraryKernelsTest {
         assertTrue(r.ok(), () -> "ptxas rejected dispatchSend for quantizeFrom " + quantizeFrom + ":\n" + r.output());
     }
 
+    /**
+     * Dispatch recv as the protocol launches it, with counted slots (0) and with slots in source
+     * order (1): ptxas accepts both, and each keeps only its own path's shared memory (the other
+     * path's tables fold away with its branch; both together would take the counted path's
+     * prefill grid from eight resident blocks per SM to five).
+     */
+    @ParameterizedTest(name = "orderedSlots={0}")
+    @ValueSource(ints = {0, 1})
+    void dispatchRecvCompilesSpecialisedForEachSlotOrder(int orderedSlots) throws Exception {
+        Kernel recv = library().filter(k -> k.name().equals("dispatchRecv")).findFirst().orElse(null);
+        Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
+        int[] positions = recv.specializedPositions();
+        assertEquals(1, positions.length, "orderedSlots is dispatch recv's specialised parameter");
+        Object[] args = new Object[positions[0] + 1];
+        args[positions[0]] = orderedSlots;
+        PtxKernel k = PtxCompiler.hopper().compile(recv.specializedFor(positions, args));
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
+        assertTrue(r.ok(), () -> "ptxas rejected dispatchRecv for orderedSlots " + orderedSlots + ":\n" + r.output());
+        // the module's static shared arrays, as the PTX declares them
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\.shared \\.align 16 \\.b(32|64) \\S+\\[(\\d+)\\]")
+                .matcher(k.ptx());
+        long smem = 0;
+        while (m.find()) {
+            smem += Long.parseLong(m.group(2)) * Integer.parseInt(m.group(1)) / 8;
+        }
+        // counted: three lists of 2048 ints, two list counters and the block's rows; ordered: four
+        // lists of 1024 ints, 1024 expert counts, 256 group rows and one list counter
+        long expected = orderedSlots == 0 ? 3 * 2048 * 4 + 2 * 4 + 4 : 4 * 1024 * 4 + 1024 * 4 + 256 * 4 + 4;
+        long bytes = smem;
+        assertEquals(expected, bytes, () -> "shared arrays of dispatchRecv for orderedSlots " + orderedSlots + ":\n"
+                + k.ptx().lines().filter(l -> l.startsWith(".shared")).collect(java.util.stream.Collectors.joining("\n")));
+    }
+
     @Test
     void libraryHasTheFourKernels() {
         List<String> names = library().map(Kernel::name).toList();

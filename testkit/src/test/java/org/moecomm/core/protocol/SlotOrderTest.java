@@ -1,0 +1,134 @@
+package org.moecomm.core.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.moecomm.core.DType;
+import org.moecomm.core.MoeAllToAll;
+import org.moecomm.core.MoeConfig;
+import org.moecomm.core.check.CheckedRound;
+import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.ResultCheck;
+import org.moecomm.core.check.Workload;
+import org.moecomm.core.reference.Reference;
+import org.moecomm.core.testing.Harness;
+import org.moecomm.kernels.moe.MoeKernels;
+
+/**
+ * Dispatch recv's two ways of taking slots ({@code AllToAllKernels.dispatchRecv}): in source
+ * order, counted in shared memory, where the grid has one block per source group (decode sizes),
+ * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots and match
+ * the reference on fresh inputs with poisoned outputs, at one thread per block and at the GPU's
+ * block size, and every local expert's rows come group by group in increasing source group.
+ */
+@Timeout(120)
+class SlotOrderTest {
+    static Stream<Arguments> decodeConfigs() {
+        MoeConfig one = Harness.config().worldSize(4).numExperts(16).topK(4).hidden(256).maxTokensPerRank(1).build();
+        MoeConfig groups = Harness.config().worldSize(4).groupSize(2).numExperts(16).topK(4).hidden(256)
+                .maxTokensPerRank(3).build();
+        MoeConfig fp8 = Harness.config().worldSize(4).numExperts(32).topK(6).hidden(640).maxTokensPerRank(4)
+                .inType(DType.FP8_E4M3).outType(DType.BF16).build();
+        MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(2)
+                .inType(DType.BF16).expertInType(DType.FP8_E4M3).build();
+        return Stream.of(1, MoeKernels.THREADS).flatMap(threads -> Stream.of(
+                Arguments.of("one token", one, threads), Arguments.of("groups", groups, threads),
+                Arguments.of("fp8 with scales", fp8, threads), Arguments.of("quantising", quantising, threads)));
+    }
+
+    @ParameterizedTest(name = "{0}, {2} threads per block")
+    @MethodSource("decodeConfigs")
+    void decodeRoundsTakeSlotsInSourceOrderAndMatchTheReference(String name, MoeConfig config, int threads) {
+        List<Workload> workloads = List.of(Workload.generate(config, 900),
+                Workload.generate(config, 901, Workload.Options.defaults().drop(0.2).randomTokens()),
+                Workload.generate(config, 902, Workload.Options.defaults().skewedTo(config.worldSize() - 1)));
+        List<List<String>> problems = Harness.onAllRanks(config, threads, (h, b) -> {
+            List<String> p = new ArrayList<>();
+            if (!((AllToAllProtocol) h).slotsInSourceOrder()) {
+                p.add("rank " + h.rank() + ": the handle counts its slots by global atomics");
+            }
+            for (int i = 0; i < workloads.size(); i++) {
+                Workload w = workloads.get(i);
+                ResultCheck.Report report = CheckedRound.run(b, w, i % 2 == 1);
+                if (!report.ok()) {
+                    p.add("round " + i + ": " + report);
+                }
+                p.addAll(sourceOrderProblems(h, b, w.reference(), "round " + i));
+            }
+            return p;
+        });
+        List<String> all = problems.stream().flatMap(List::stream).toList();
+        assertTrue(all.isEmpty(), name + ": " + String.join("\n", all));
+    }
+
+    @Test
+    void largerRoundsAndManyExpertsCountTheirSlots() {
+        MoeConfig decode = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(4).build();
+        MoeConfig larger = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(16).build();
+        MoeConfig manyExperts = Harness.config().worldSize(1).numExperts(MoeKernels.ORDERED_EXPERTS + 1).topK(2)
+                .hidden(128).maxTokensPerRank(1).build();
+        assertEquals(List.of(true, true), orderedOnEachRank(decode), "M = 4: one block per source group");
+        assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 16: several blocks per source group");
+        assertEquals(List.of(false), orderedOnEachRank(manyExperts),
+                "more local experts than the kernel's shared counters");
+    }
+
+    private static List<Boolean> orderedOnEachRank(MoeConfig config) {
+        return Harness.onAllRanks(config, (h, b) -> ((AllToAllProtocol) h).slotsInSourceOrder());
+    }
+
+    /**
+     * The source group of every row of every local expert, looked up by the row's bytes among the
+     * reference's rows of that expert (a group's tokens are random, so distinct), must not decrease
+     * from slot to slot.
+     */
+    private static List<String> sourceOrderProblems(MoeAllToAll h, RankBuffers b, Reference ref, String round) {
+        MoeConfig c = h.config();
+        int l = c.expertsPerRank();
+        int xb = c.hidden() * c.expertInType().bytes();
+        long cap = c.expertCapacity();
+        int[] counts = b.dispatchOutput().expertNumTokens().toInts(h.memory());
+        List<List<Reference.ExpertRow>> expected = ref.dispatch(h.rank());
+        List<String> problems = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment rows = arena.allocate(Math.max(1, cap * xb), 16);
+            for (int i = 0; i < l; i++) {
+                Map<ByteBuffer, Integer> groupOf = new HashMap<>();
+                for (Reference.ExpertRow r : expected.get(i)) {
+                    groupOf.put(ByteBuffer.wrap(r.tokenBytes()), r.group());
+                }
+                int n = counts[i];
+                h.memory().copyToHost(b.dispatchOutput().expertX().buf(), i * cap * xb, rows.asSlice(0, (long) n * xb));
+                int last = -1;
+                for (int slot = 0; slot < n; slot++) {
+                    byte[] token = rows.asSlice((long) slot * xb, xb).toArray(ValueLayout.JAVA_BYTE);
+                    Integer g = groupOf.get(ByteBuffer.wrap(token));
+                    if (g == null) {
+                        problems.add(round + ", rank " + h.rank() + ", local expert " + i + ", slot " + slot
+                                + ": no such row in the reference");
+                    } else if (g < last) {
+                        problems.add(round + ", rank " + h.rank() + ", local expert " + i + ", slot " + slot
+                                + ": group " + g + " after group " + last);
+                    } else {
+                        last = g;
+                    }
+                }
+            }
+        }
+        return problems;
+    }
+}

@@ -20,6 +20,7 @@ import org.moecomm.bench.VersionProvider;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.bridge.cuda.CudaContext;
 import org.moecomm.bridge.cuda.CudaFunction;
+import org.moecomm.bridge.cuda.CudaGraph;
 import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.bridge.cuda.GpuKernelRunner;
 import org.moecomm.kernels.api.Buf;
@@ -65,6 +66,8 @@ import picocli.CommandLine.Unmatched;
  *       {@code Buf} lies in one CUDA allocation (two driver queries per {@code Buf}).
  *   <li>{@code functionLaunch}: {@link CudaFunction#launch} with the 12 slots packed once (the
  *       {@code long[]} JNI path): {@code cuLaunchKernel} and JNI with none of the runner's work.
+ *   <li>{@code graphReplay}: {@link CudaGraph#launch} of a graph of two such launches (a round's
+ *       half is two kernels), captured once: the host time of a replayed half.
  *   <li>{@code streamQuery}: {@link CudaStream#isIdle()} ({@code cuStreamQuery} on an idle
  *       stream): a cheap driver call through the same binding, for reference.
  * </ul>
@@ -176,6 +179,35 @@ public class LaunchCostBenchmark {
         }
     }
 
+    /**
+     * Two launches of {@link #touch} (a round's half is two kernels) captured once into a CUDA
+     * graph, the way {@code GpuBackend.capture} captures a half.
+     */
+    @State(Scope.Thread)
+    public static class Replayed {
+        Device device;
+        CudaGraph graph;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            device = new Device(false);
+            graph = CudaGraph.capture(device.runner.stream(), () -> {
+                device.runner.launch(TOUCH, GRID, device.args);
+                device.runner.launch(TOUCH, GRID, device.args);
+            });
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            try {
+                device.runner.synchronize();
+                graph.close();
+            } finally {
+                device.close();
+            }
+        }
+    }
+
     @Benchmark
     public void launch(Unchecked s) {
         Device d = s.device;
@@ -195,6 +227,13 @@ public class LaunchCostBenchmark {
         Device d = s.device;
         d.function.launch(d.runner.stream(), 1, 1, 1, GRID.threads(), 1, 1, 0, d.params);
         d.launched();
+    }
+
+    /** One replay of the two-kernel graph: what a half of a captured round costs the host. */
+    @Benchmark
+    public void graphReplay(Replayed s) {
+        s.graph.launch(s.device.runner.stream());
+        s.device.launched();
     }
 
     @Benchmark

@@ -52,6 +52,11 @@ class DispatchCombineGpuTest {
         "2, 2, 16, 4, 384, 24, FP16->FP8_E4M3, FP32, FP16, 8, halves",
         "4, 1, 16, 4, 512, 300, BF16->FP8_E4M3, BF16, BF16, 4, puts",
         "8, 1, 256, 8, 7168, 128, BF16->FP8_E4M3, BF16, BF16, 4, plain",
+        // decode sizes (M <= 4): dispatch recv takes its slots in source order
+        "4, 1, 32, 8, 7168, 1, FP8_E4M3, BF16, BF16, 8, plain",
+        "4, 2, 16, 4, 512, 3, BF16, FP32, BF16, 8, halves",
+        "2, 1, 16, 4, 512, 4, FP16, BF16, BF16, 8, puts",
+        "8, 1, 256, 8, 7168, 2, BF16->FP8_E4M3, BF16, BF16, 8, plain",
     })
     void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut,
                                  String outType, int rounds, String mode) {
@@ -80,6 +85,8 @@ class DispatchCombineGpuTest {
         "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
         "2, 16, 4, 512, 24, BF16, PUTS",
         "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO",
+        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO",
+        "2, 16, 4, 512, 2, BF16, PUTS",
     })
     void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);

@@ -55,6 +55,18 @@ class PhaseResultsTest {
     }
 
     @Test
+    void theFirstConfigurationWarmsTheProcessWithMoreUntimedRounds() {
+        RoundPlan warming = PLAN.warmingTheProcess();
+        assertEquals(PLAN.warmup() + RoundPlan.PROCESS_WARMUP, warming.warmup());
+        assertEquals(PLAN.rounds(), warming.rounds());
+        assertEquals(PLAN.start(), warming.start());
+        // still checked first; timed only after all of its warm-up
+        assertTrue(warming.checked(0));
+        assertFalse(warming.timed(PLAN.warmup()));
+        assertTrue(warming.timed(warming.warmup()));
+    }
+
+    @Test
     void roundPlanChecksFirstAndOptionallyLast() {
         RoundPlan demo = new RoundPlan(1, 3, true, true);
         assertTrue(demo.checked(0) && demo.checked(3) && !demo.checked(1));

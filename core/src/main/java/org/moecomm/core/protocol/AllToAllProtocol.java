@@ -50,6 +50,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final int MAX_BLOCKS_PER_UNIT = 64;
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
     static final int MIN_ROWS_PER_BLOCK = 4;
+    /**
+     * Up to this M the dispatch grids have one block per destination and per source group (the
+     * release-store signal, the slots in source order). Measured (H100, W = 4, deepseek-v3, graph
+     * replay): dispatch at 8 tokens 34.1 us against 35.7-36.5 with two blocks; at 16 tokens one
+     * block was slower (40.6 against 37.2-38.7), so from 9 tokens on MIN_ROWS_PER_BLOCK applies.
+     */
+    static final int ONE_BLOCK_TOKENS = 8;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**
@@ -361,12 +368,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
     /**
      * Blocks per destination (dispatch send) or source group (dispatch recv): enough for about
      * two blocks per unit of device parallelism in all, since those kernels' bytes are the bulk of
-     * dispatch, but no more than M allows (a decode round runs one block per unit: every block
-     * counts towards the signal, so idle blocks only add latency).
+     * dispatch, but no more than M allows (a decode round, up to {@link #ONE_BLOCK_TOKENS}, runs
+     * one block per unit: every block counts towards the signal, so idle blocks only add latency).
      */
     private int blocksPer(int units) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
-        int useful = (config.maxTokensPerRank() + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
+        int m = config.maxTokensPerRank();
+        int useful = m <= ONE_BLOCK_TOKENS ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }
 

@@ -30,7 +30,7 @@ import org.moecomm.kernels.moe.MoeKernels;
 
 /**
  * Dispatch recv's two ways of taking slots ({@code AllToAllKernels.dispatchRecv}): in source
- * order, counted in shared memory, where the grid has one block per source group (decode sizes),
+ * order, counted in shared memory, where the grid has one block per source group (up to 8 tokens),
  * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots and match
  * the reference on fresh inputs with poisoned outputs, at one thread per block and at the GPU's
  * block size, and every local expert's rows come group by group in increasing source group.
@@ -40,7 +40,7 @@ class SlotOrderTest {
     static Stream<Arguments> decodeConfigs() {
         MoeConfig one = Harness.config().worldSize(4).numExperts(16).topK(4).hidden(256).maxTokensPerRank(1).build();
         MoeConfig groups = Harness.config().worldSize(4).groupSize(2).numExperts(16).topK(4).hidden(256)
-                .maxTokensPerRank(3).build();
+                .maxTokensPerRank(8).build();
         MoeConfig fp8 = Harness.config().worldSize(4).numExperts(32).topK(6).hidden(640).maxTokensPerRank(4)
                 .inType(DType.FP8_E4M3).outType(DType.BF16).build();
         MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(2)
@@ -77,12 +77,12 @@ class SlotOrderTest {
 
     @Test
     void largerRoundsAndManyExpertsCountTheirSlots() {
-        MoeConfig decode = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(4).build();
-        MoeConfig larger = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(16).build();
+        MoeConfig decode = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(8).build();
+        MoeConfig larger = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(9).build();
         MoeConfig manyExperts = Harness.config().worldSize(1).numExperts(MoeKernels.ORDERED_EXPERTS + 1).topK(2)
                 .hidden(128).maxTokensPerRank(1).build();
-        assertEquals(List.of(true, true), orderedOnEachRank(decode), "M = 4: one block per source group");
-        assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 16: several blocks per source group");
+        assertEquals(List.of(true, true), orderedOnEachRank(decode), "M = 8: one block per source group");
+        assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 9: several blocks per source group");
         assertEquals(List.of(false), orderedOnEachRank(manyExperts),
                 "more local experts than the kernel's shared counters");
     }

@@ -51,12 +51,19 @@ public final class AllToAllProtocol implements MoeAllToAll {
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
     static final int MIN_ROWS_PER_BLOCK = 4;
     /**
-     * Up to this M the dispatch grids have one block per destination and per source group (the
-     * release-store signal, the slots in source order). Measured (H100, W = 4, deepseek-v3, graph
-     * replay): dispatch at 8 tokens 34.1 us against 35.7-36.5 with two blocks; at 16 tokens one
-     * block was slower (40.6 against 37.2-38.7), so from 9 tokens on MIN_ROWS_PER_BLOCK applies.
+     * Up to this M the dispatch grids may have one block per destination and per source group (the
+     * release-store signal, the slots in source order), when a block's share stays small: see
+     * {@link #ONE_BLOCK_PAIRS}.
      */
     static final int ONE_BLOCK_TOKENS = 8;
+    /**
+     * Most pairs one source group sends this rank on average ({@code M*K/W}, uniform routing) for
+     * which a single block per unit still pays: measured (H100, deepseek-v3, graph replay), one block
+     * at 8 tokens took W = 4 dispatch (16 pairs) from 36.1 to 34.4-34.8 us but W = 2 (32 pairs: one
+     * receive block copying twice the rows) from 25.4 to 26.3-26.4; at 16 tokens W = 4 (32 pairs)
+     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/).
+     */
+    static final int ONE_BLOCK_PAIRS = 16;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**
@@ -368,13 +375,16 @@ public final class AllToAllProtocol implements MoeAllToAll {
     /**
      * Blocks per destination (dispatch send) or source group (dispatch recv): enough for about
      * two blocks per unit of device parallelism in all, since those kernels' bytes are the bulk of
-     * dispatch, but no more than M allows (a decode round, up to {@link #ONE_BLOCK_TOKENS}, runs
-     * one block per unit: every block counts towards the signal, so idle blocks only add latency).
+     * dispatch, but no more than M allows (a decode round runs one block per unit, up to 4 tokens, and
+     * up to {@link #ONE_BLOCK_TOKENS} while the pairs per source group stay within
+     * {@link #ONE_BLOCK_PAIRS}: every block counts towards the signal, so idle blocks only add latency).
      */
     private int blocksPer(int units) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int m = config.maxTokensPerRank();
-        int useful = m <= ONE_BLOCK_TOKENS ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
+        boolean oneBlock = m <= MIN_ROWS_PER_BLOCK
+                || (m <= ONE_BLOCK_TOKENS && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize());
+        int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }
 

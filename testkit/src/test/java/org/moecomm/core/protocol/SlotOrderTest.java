@@ -44,7 +44,7 @@ class SlotOrderTest {
                 .maxTokensPerRank(8).build();
         MoeConfig fp8 = Harness.config().worldSize(4).numExperts(32).topK(6).hidden(640).maxTokensPerRank(4)
                 .inType(DType.FP8_E4M3).outType(DType.BF16).build();
-        MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(2)
+        MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(8)
                 .inType(DType.BF16).expertInType(DType.FP8_E4M3).build();
         return Stream.of(1, MoeKernels.THREADS).flatMap(threads -> Stream.of(
                 Arguments.of("one token", one, threads), Arguments.of("groups", groups, threads),

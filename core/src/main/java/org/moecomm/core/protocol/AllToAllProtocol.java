@@ -369,7 +369,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         return recvGrid.blocksY() == 1 && config.numGroups() <= MoeKernels.ORDERED_GROUPS
                 && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
                 && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
-                && !"false".equals(System.getProperty("moecomm.orderedSlots"));
+                && Boolean.parseBoolean(System.getProperty("moecomm.orderedSlots", "true"));
     }
 
     /**
@@ -382,9 +382,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private int blocksPer(int units) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int m = config.maxTokensPerRank();
-        boolean oneBlock = m <= MIN_ROWS_PER_BLOCK
-                || (m <= ONE_BLOCK_TOKENS && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize());
-        int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
+        boolean oneBlock = m <= ONE_BLOCK_TOKENS && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize();
+        int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK; // 1 up to 4 tokens anyway
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }
 

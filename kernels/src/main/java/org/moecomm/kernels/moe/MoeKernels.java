@@ -367,11 +367,11 @@ public final class MoeKernels {
         int group = ctx.groupIdx();
         int rows = clamp(receivedRows, 0, maxTokens);
         int capacity = numGroups * maxTokens;
-        int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
+        int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
         long regionRow = (long) group * maxTokens;
         int originBase = group * pairsPerRegion;
-        // Kd bounds the pairs of a row; chunks hold as many rows as their pairs fit in shared memory.
-        int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
+        // chunks hold as many rows as their pairs fit in shared memory
+        int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
         int blocks = ctx.numGroupsY();
         // Rows per chunk: as many as shared memory holds, but few enough that all Y blocks get some.
         int chunkRows = max(1, min(min(threads, SCATTER_PAIRS / kd), (rows + blocks - 1) / blocks));
@@ -485,8 +485,8 @@ public final class MoeKernels {
         int threads = ctx.localGroupSizeX();
         int group = ctx.groupIdx();
         int capacity = numGroups * maxTokens;
-        int metaOffset = align16(xBytes) + align16(4 * scalesPerToken);
-        int kd = clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
+        int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
+        int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
         int[] copySlot = ctx.allocateIntLocalArray(ORDERED_PAIRS);
         int[] copyExpert = ctx.allocateIntLocalArray(ORDERED_PAIRS);
         int[] copyRow = ctx.allocateIntLocalArray(ORDERED_PAIRS);
@@ -1216,6 +1216,16 @@ public final class MoeKernels {
         int width = copyWidth(threads);
         int warps = threads / width;
         return width * (warps / clamp(items, 1, warps));
+    }
+
+    /** Byte offset of the meta within a dispatch row: after the token and its scales, each padded to 16. */
+    static int rowMetaOffset(int xBytes, int scalesPerToken) {
+        return align16(xBytes) + align16(4 * scalesPerToken);
+    }
+
+    /** Kd: the most pairs one row carries to its destination ({@code min(K, L)}, from the region's size). */
+    static int pairsPerRow(int pairsPerRegion, int maxTokens, int topK) {
+        return clamp(min(pairsPerRegion / maxTokens, topK), 1, SCATTER_PAIRS);
     }
 
     /** Int index of a row's meta in the dispatch buffer. */

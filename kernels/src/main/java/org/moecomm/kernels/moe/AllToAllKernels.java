@@ -210,8 +210,12 @@ public final class AllToAllKernels {
         if (orderedSlots != 0) {
             int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
             int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
+            int[] listed = ctx.allocateIntLocalArray(1);
             for (int l = tid; l < expertsPerRank; l += threads) {
                 counts[l] = 0;
+            }
+            if (tid == 0) {
+                listed[0] = 0;
             }
             for (int s = tid; s <= g; s += threads) {
                 // a wait is a split point of the CPU runner's loop form: its result goes to a local first
@@ -219,7 +223,7 @@ public final class AllToAllKernels {
                 rowsFrom[s] = rows;
             }
             ctx.localBarrier();
-            MoeKernels.scatterOrdered(ctx, dispatchRecv, rowsFrom, counts, expertNumTokens, expertX,
+            MoeKernels.scatterOrdered(ctx, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
                     expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
                     numGroups, pairsPerRegion, expertsPerRank);
         } else {

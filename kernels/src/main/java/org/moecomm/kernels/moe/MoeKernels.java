@@ -456,7 +456,7 @@ public final class MoeKernels {
                 int slot = copySlot[c];
                 if (slot >= 0) {
                     copyRowToExpert(dispatchRecv, expertX, expertXScale, copyRow[c], (long) copyExpert[c] * capacity + slot,
-                            lane, width, xBytes, scalesPerToken, rowBytes, false);
+                            lane, width, xBytes, scalesPerToken, rowBytes);
                 }
             }
         }
@@ -471,12 +471,13 @@ public final class MoeKernels {
      * group's block, whose counts then cover every group, writes {@code expertNumTokens}. After the
      * waits, one round trip to memory (every row's meta, all at once) before the copy, where the
      * counted scatter takes five more (the slot atomics, the grid count between two fences, the
-     * counts' read). The copy is by row ({@link #copyRowToPairs}): a row's pairs share one team.
+     * counts' read).
      *
      * @param rowsFrom shared: the rows each group {@code s <= g} sent (from its dispatch signal)
      * @param counts shared, {@code [L]} zero: pairs per local expert
+     * @param listed shared, {@code [1]} zero: the length of the block's copy list
      */
-    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, int[] rowsFrom, int[] counts,
+    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, int[] rowsFrom, int[] counts, int[] listed,
                                Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
                                Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK, int rowBytes,
                                int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
@@ -486,12 +487,10 @@ public final class MoeKernels {
         int capacity = numGroups * maxTokens;
         int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
         int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
-        int ownRows = clamp(rowsFrom[group], 0, maxTokens);
-        // This group's (row, pair) items by item r * Kd + p: the pair's local expert (-1: no pair),
-        // then its slot (-1: none), and its origin.
-        int[] itemExpert = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-        int[] itemSlot = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-        int[] itemOrigin = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copySlot = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyExpert = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyRow = ctx.allocateIntLocalArray(ORDERED_PAIRS);
+        int[] copyOrigin = ctx.allocateIntLocalArray(ORDERED_PAIRS);
 
         // Pass 1: every (row, pair) of groups 0..g, numbered across the groups and dealt to the
         // threads in turn, so that a decode round's few pairs load their metas all at once (a
@@ -512,14 +511,15 @@ public final class MoeKernels {
                 int rowPairBase = dispatchRecv.getInt(meta);
                 int rowPairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
                 int expert = dispatchRecv.getInt(meta + 2 + p);
-                boolean pair = p < rowPairs && expert >= 0 && expert < expertsPerRank;
-                if (s < group) {
-                    if (pair) {
+                if (p < rowPairs && expert >= 0 && expert < expertsPerRank) {
+                    if (s < group) {
                         ctx.atomicAdd(counts, expert, 1);
+                    } else {
+                        int c = ctx.atomicAdd(listed, 0, 1);
+                        copyExpert[c] = expert;
+                        copyRow[c] = (int) ((long) s * maxTokens + r);
+                        copyOrigin[c] = group * pairsPerRegion + rowPairBase + p;
                     }
-                } else {
-                    itemExpert[j] = pair ? expert : -1;
-                    itemOrigin[j] = group * pairsPerRegion + rowPairBase + p;
                 }
                 if (s == group && p == 0 && r == rows - 1) {
                     // pairs are numbered contiguously in row order: the last row ends the count
@@ -528,25 +528,21 @@ public final class MoeKernels {
             }
             before += items;
         }
-        if (tid == 0 && ownRows == 0) {
+        if (tid == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
             pairsFromGroup.setInt(group, 0);
         }
         ctx.localBarrier();
 
         // Pass 2: this group's pairs take their slots after the earlier groups' pairs.
-        for (int j = tid; j < ownRows * kd; j += threads) {
-            int expert = itemExpert[j];
-            int slot = -1;
-            if (expert >= 0) {
-                slot = ctx.atomicAdd(counts, expert, 1);
-                // a slot past the expert's rows only comes with invalid input: never written
-                if (slot < capacity) {
-                    expertOrigin.setInt((long) expert * capacity + slot, itemOrigin[j]);
-                } else {
-                    slot = -1;
-                }
+        int copies = listed[0];
+        for (int c = tid; c < copies; c += threads) {
+            int expert = copyExpert[c];
+            int slot = ctx.atomicAdd(counts, expert, 1);
+            // a slot past the expert's rows only comes with invalid input: never written
+            if (slot < capacity) {
+                expertOrigin.setInt((long) expert * capacity + slot, copyOrigin[c]);
             }
-            itemSlot[j] = slot;
+            copySlot[c] = slot < capacity ? slot : -1;
         }
         ctx.localBarrier();
         if (group == numGroups - 1) {
@@ -554,37 +550,8 @@ public final class MoeKernels {
                 expertNumTokens.setInt(l, counts[l]);
             }
         }
-        // Phase 2: one team per row (whole warps, spread over the block's few rows).
-        int width = teamWidth(threads, ownRows);
-        int team = tid / width;
-        int lane = tid - team * width;
-        int teams = threads / width;
-        if (team < teams) {
-            for (int r = team; r < ownRows; r += teams) {
-                copyRowToPairs(dispatchRecv, expertX, expertXScale, (long) group * maxTokens + r, itemExpert,
-                        itemSlot, r * kd, kd, capacity, lane, width, xBytes, scalesPerToken, rowBytes);
-            }
-        }
-    }
-
-    /**
-     * {@link #scatterOrdered}'s copy of one received row to the slots of its pairs (items
-     * {@code [first, first + kd)} of {@code itemExpert} and {@code itemSlot}; a negative slot is
-     * skipped) by one team: the first pair's copy loads the row from memory with eight pieces per
-     * lane in flight ({@link #copyPiecesDeep}), the row's other pairs then load it again from the
-     * multiprocessor's L1, where the same lanes just brought it. A decode row of 7 KB takes two
-     * round trips to memory on one warp, where a pair per team took four per pair.
-     */
-    static void copyRowToPairs(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, int[] itemExpert,
-                               int[] itemSlot, int first, int kd, int capacity, int lane, int width, int xBytes,
-                               int scalesPerToken, int rowBytes) {
-        for (int p = 0; p < kd; p++) {
-            int slot = itemSlot[first + p];
-            if (slot >= 0) {
-                copyRowToExpert(dispatchRecv, expertX, expertXScale, srcRow, (long) itemExpert[first + p] * capacity + slot,
-                        lane, width, xBytes, scalesPerToken, rowBytes, true);
-            }
-        }
+        copyListed(ctx, dispatchRecv, expertX, expertXScale, copies, copySlot, copyExpert, copyRow, capacity, xBytes,
+                scalesPerToken, rowBytes);
     }
 
     /**
@@ -1187,13 +1154,9 @@ public final class MoeKernels {
         }
     }
 
-    /**
-     * scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one
-     * team of {@code width} threads: four pieces per lane in flight, eight when {@code deep}
-     * ({@link #copyPiecesDeep}; a constant at every call, so each kernel keeps one of the two).
-     */
+    /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */
     static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
-                                int lane, int width, int xBytes, int scalesPerToken, int rowBytes, boolean deep) {
+                                        int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
         int pieces = xBytes >> 4;
         long srcByte = srcRow * rowBytes;
         long srcPiece = srcByte >> 4;
@@ -1202,11 +1165,7 @@ public final class MoeKernels {
         long dstWord = dstRow * scalesPerToken;
         // the lane's first scale in flight with the token's pieces (one round trip for both)
         int laneScale = lane < scalesPerToken ? dispatchRecv.getInt(srcWord + lane) : 0;
-        if (deep) {
-            copyPiecesDeep(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
-        } else {
-            copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
-        }
+        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
         for (int i = lane; i < scalesPerToken; i += width) {
             expertXScale.setInt(dstWord + i, i == lane ? laneScale : dispatchRecv.getInt(srcWord + i));
         }

@@ -12,8 +12,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.launch.LaunchEnv;
 import org.moecomm.core.launch.LocalLauncher;
 import org.moecomm.core.protocol.BufferLayout;
 
@@ -81,6 +83,14 @@ final class GpuRunner implements Runner {
             throw new IllegalArgumentException("all configurations of a GPU run need the same world size");
         }
         String mode = mode(world, mpsRunning(System.getenv()));
+        // refused before any process starts: a configuration that does not fit fails in ways that do
+        // not name the memory (without CUDA here the ranks fail at their start, saying why)
+        if (Cuda.isAvailable()) {
+            int device = Integer.parseInt(System.getenv().getOrDefault(LaunchEnv.DEVICE, "0").strip());
+            DeviceFit.refusal(launches(specs), Cuda.deviceTotalMemory(device), world).ifPresent(why -> {
+                throw new IllegalArgumentException(why);
+            });
+        }
         // results go back in the order of the specs, whatever the launches' order
         Map<RunSpec, List<Measurement>> byLaunch = new LinkedHashMap<>();
         for (List<RunSpec> launch : launches(specs)) {

@@ -145,6 +145,16 @@ public final class Cuda {
         return availability().deviceCount();
     }
 
+    /** Bytes of memory of device {@code ordinal} ({@code cuDeviceTotalMem}; no context is created). */
+    public static long deviceTotalMemory(int ordinal) {
+        require();
+        int[] device = new int[1];
+        check(CudaNative.mcDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        long[] bytes = new long[1];
+        check(CudaNative.mcDeviceTotalMem(bytes, device[0]), "cuDeviceTotalMem");
+        return bytes[0];
+    }
+
     /** Waits for all work of the current thread's context. */
     public static void synchronizeCurrentContext() {
         require();

@@ -26,6 +26,8 @@ public final class RankBuffers {
     public static final byte POISON = (byte) 0xFF;
     /** Byte input rows beyond m are filled with: ids 0x7F7F7F7F are out of range, so reading them fails loudly. */
     public static final byte INPUT_PADDING = (byte) 0x7F;
+    /** Bytes of the count buffer (the token count in device memory). */
+    private static final long COUNT_BYTES = 16;
 
     private final MoeAllToAll handle;
     private final MoeConfig config;
@@ -47,20 +49,83 @@ public final class RankBuffers {
         this.config = handle.config();
         this.memory = handle.memory();
         MoeConfig c = config;
-        int mMax = c.maxTokensPerRank();
         int l = c.expertsPerRank();
-        int cap = c.expertCapacity();
-        x = memory.allocate(c.inType(), mMax, c.hidden());
-        xScale = c.blockScales() ? memory.allocate(DType.FP32, mMax, c.inputScalesPerToken()) : null;
-        indices = memory.allocate(DType.INT32, mMax, c.topK());
-        weights = memory.allocate(DType.FP32, mMax, c.topK());
-        countBuf = memory.allocate(16);
-        dispatchOut = new DispatchOutput(memory.allocate(DType.INT32, l),
-                memory.allocate(c.expertInType(), l, cap, c.hidden()),
-                c.scalesPerToken() > 0 ? memory.allocate(DType.FP32, l, cap, c.scalesPerToken()) : null);
-        expertY = memory.allocate(c.expertOutType(), l, cap, c.hidden());
-        out = memory.allocate(c.outType(), mMax, c.hidden());
+        x = allocate(Shape.X);
+        xScale = c.blockScales() ? allocate(Shape.X_SCALE) : null;
+        indices = allocate(Shape.INDICES);
+        weights = allocate(Shape.WEIGHTS);
+        countBuf = memory.allocate(COUNT_BYTES);
+        dispatchOut = new DispatchOutput(allocate(Shape.EXPERT_NUM_TOKENS), allocate(Shape.EXPERT_X),
+                c.scalesPerToken() > 0 ? allocate(Shape.EXPERT_X_SCALE) : null);
+        expertY = allocate(Shape.EXPERT_Y);
+        out = allocate(Shape.OUT);
         counts = Arena.ofAuto().allocate(4L * l, 4);
+    }
+
+    /** The device tensors, each with its dtype and shape for a configuration: one description for allocating and sizing. */
+    private enum Shape {
+        X, X_SCALE, INDICES, WEIGHTS, EXPERT_NUM_TOKENS, EXPERT_X, EXPERT_X_SCALE, EXPERT_Y, OUT;
+
+        DType dtype(MoeConfig c) {
+            return switch (this) {
+                case X -> c.inType();
+                case X_SCALE, WEIGHTS, EXPERT_X_SCALE -> DType.FP32;
+                case INDICES, EXPERT_NUM_TOKENS -> DType.INT32;
+                case EXPERT_X -> c.expertInType();
+                case EXPERT_Y -> c.expertOutType();
+                case OUT -> c.outType();
+            };
+        }
+
+        long[] dims(MoeConfig c) {
+            long m = c.maxTokensPerRank();
+            long l = c.expertsPerRank();
+            long cap = c.expertCapacity();
+            return switch (this) {
+                case X, OUT -> new long[] {m, c.hidden()};
+                case X_SCALE -> new long[] {m, c.inputScalesPerToken()};
+                case INDICES, WEIGHTS -> new long[] {m, c.topK()};
+                case EXPERT_NUM_TOKENS -> new long[] {l};
+                case EXPERT_X, EXPERT_Y -> new long[] {l, cap, c.hidden()};
+                case EXPERT_X_SCALE -> new long[] {l, cap, c.scalesPerToken()};
+            };
+        }
+
+        /** Whether the configuration has this tensor. */
+        boolean present(MoeConfig c) {
+            return switch (this) {
+                case X_SCALE -> c.blockScales();
+                case EXPERT_X_SCALE -> c.scalesPerToken() > 0;
+                default -> true;
+            };
+        }
+
+        long bytes(MoeConfig c) {
+            long n = dtype(c).bytes();
+            for (long d : dims(c)) {
+                n *= d;
+            }
+            return n;
+        }
+    }
+
+    private Tensor allocate(Shape s) {
+        return memory.allocate(s.dtype(config), s.dims(config));
+    }
+
+    /**
+     * Device bytes one rank's buffers take for {@code config} (before the allocator's alignment):
+     * dominated by the expert buffers, sized for the contract's capacity ({@code NG*M} rows per
+     * local expert), e.g. 22.5 GB per rank for deepseek-v3 at W = 4 and M = 4096.
+     */
+    public static long deviceBytes(MoeConfig config) {
+        long total = COUNT_BYTES;
+        for (Shape s : Shape.values()) {
+            if (s.present(config)) {
+                total += s.bytes(config);
+            }
+        }
+        return total;
     }
 
     public static RankBuffers allocate(MoeAllToAll handle) {

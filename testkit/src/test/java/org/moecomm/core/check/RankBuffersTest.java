@@ -83,6 +83,24 @@ class RankBuffersTest {
         assertTrue(rowsChecked.stream().mapToInt(Integer::intValue).sum() > 16 * 4, "rows checked: " + rowsChecked);
     }
 
+    /** {@link RankBuffers#deviceBytes} is the sum of the tensors a rank's buffers allocate, for every dtype pair. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dtypes")
+    void deviceBytesAreTheAllocatedTensors(String name, MoeConfig c) {
+        List<Long> allocated = Harness.onAllRanks(c, (h, b) -> {
+            DispatchOutput d = b.dispatchOutput();
+            long sum = 16 + b.x().byteSize() + b.indices().byteSize() + b.weights().byteSize()
+                    + d.expertNumTokens().byteSize() + d.expertX().byteSize() + b.expertY().byteSize()
+                    + b.out().byteSize();
+            sum += b.xScale() != null ? b.xScale().byteSize() : 0;
+            sum += d.expertXScale() != null ? d.expertXScale().byteSize() : 0;
+            return sum;
+        });
+        for (long a : allocated) {
+            assertEquals(a, RankBuffers.deviceBytes(c), name);
+        }
+    }
+
     private static int[] counts(MoeAllToAll h, DispatchOutput d) {
         return d.expertNumTokens().toInts(h.memory());
     }

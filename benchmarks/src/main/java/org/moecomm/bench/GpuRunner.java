@@ -58,6 +58,22 @@ final class GpuRunner implements Runner {
         return Files.exists(Path.of(dir, "control"));
     }
 
+    /**
+     * Refuses (IllegalArgumentException) configurations whose buffers do not fit the GPU the ranks
+     * will share ({@link DeviceFit}), before any process starts: such a configuration fails in ways
+     * that do not name the memory. Without CUDA here nothing is checked (the ranks fail at their
+     * start, saying why).
+     */
+    static void requireFit(List<RunSpec> specs) {
+        if (!Cuda.isAvailable() || specs.isEmpty()) {
+            return;
+        }
+        int device = Integer.parseInt(System.getenv().getOrDefault(LaunchEnv.DEVICE, "0").strip());
+        DeviceFit.refusal(launches(specs), Cuda.deviceTotalMemory(device), specs.getFirst().world()).ifPresent(why -> {
+            throw new IllegalArgumentException(why);
+        });
+    }
+
     /** The specs in launches: one per preset, in order of first appearance. */
     static List<List<RunSpec>> launches(List<RunSpec> specs) {
         Map<String, List<RunSpec>> byPreset = new LinkedHashMap<>();
@@ -83,14 +99,6 @@ final class GpuRunner implements Runner {
             throw new IllegalArgumentException("all configurations of a GPU run need the same world size");
         }
         String mode = mode(world, mpsRunning(System.getenv()));
-        // refused before any process starts: a configuration that does not fit fails in ways that do
-        // not name the memory (without CUDA here the ranks fail at their start, saying why)
-        if (Cuda.isAvailable()) {
-            int device = Integer.parseInt(System.getenv().getOrDefault(LaunchEnv.DEVICE, "0").strip());
-            DeviceFit.refusal(launches(specs), Cuda.deviceTotalMemory(device), world).ifPresent(why -> {
-                throw new IllegalArgumentException(why);
-            });
-        }
         // results go back in the order of the specs, whatever the launches' order
         Map<RunSpec, List<Measurement>> byLaunch = new LinkedHashMap<>();
         for (List<RunSpec> launch : launches(specs)) {

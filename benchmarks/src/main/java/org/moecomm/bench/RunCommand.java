@@ -71,6 +71,9 @@ abstract class RunCommand implements Callable<Integer> {
             choice = BackendChoice.choose(backend, gpuProbe);
             plan = plan(choice.backend());
             specs = specs(choice.backend());
+            if (choice.backend() == BackendChoice.Backend.GPU) {
+                GpuRunner.requireFit(specs);
+            }
         } catch (IllegalArgumentException e) {
             err.println("moecomm " + name() + ": " + e.getMessage());
             return 2;

@@ -121,6 +121,12 @@ final class BenchCommand extends RunCommand {
         return specs;
     }
 
+    /** The sizes of a sweep (no {@code --tokens}) that do not fit the GPU are left out, those of {@code --tokens} refused. */
+    @Override
+    boolean leavesOutWhatDoesNotFit() {
+        return tokens == null;
+    }
+
     /** {@code --tokens}, else the {@code --sweep} sizes, else the backend's sweep ({@link TokenSweep#defaultFor}). */
     List<Integer> tokens(BackendChoice.Backend backend) {
         if (tokens != null && sweep != null) {

@@ -1,9 +1,10 @@
 package org.moecomm.bench;
 
+import java.io.PrintStream;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.gpu.SymmetricMemory;
 
@@ -13,43 +14,88 @@ import org.moecomm.core.gpu.SymmetricMemory;
  * name the memory (on an 80 GB H100, deepseek-v3 at W = 4 and 4096 tokens per rank ended in wait
  * timeouts: benchmarks/results/2026-12-06-row-copy-experiment/). Per rank: the caller's buffers
  * ({@link RankBuffers#deviceBytes}, the expert buffers sized for the contract's capacity), the
- * symmetric heap of the launch's largest configuration, and {@link #PROCESS_BYTES}.
+ * symmetric heap of its launch's largest configuration (a rank process sizes its heap once, for
+ * that one), and {@link #PROCESS_BYTES}.
+ *
+ * @param deviceBytes the GPU's memory
+ * @param ranksPerGpu the rank processes that share it
  */
-final class DeviceFit {
+record DeviceFit(long deviceBytes, int ranksPerGpu) {
     /**
      * Device memory a rank process takes besides its buffers and heap (CUDA context, NVSHMEM's own
      * state, the copy baseline's buffers): an allowance, not a measurement.
      */
     static final long PROCESS_BYTES = 1L << 30;
 
-    private DeviceFit() {
+    /** A configuration that does not fit, with its bytes per rank: its buffers and its launch's heap. */
+    record Misfit(RunSpec spec, long bufferBytes, long heapBytes) {
+        long perRank() {
+            return bufferBytes + heapBytes + PROCESS_BYTES;
+        }
+
+        @Override
+        public String toString() {
+            return String.format(Locale.ROOT, "%s: %s per rank (buffers %s, symmetric heap %s, process %s)", spec,
+                    gib(perRank()), gib(bufferBytes), gib(heapBytes), gib(PROCESS_BYTES));
+        }
     }
 
-    /**
-     * Why {@code launches} (each a list of configurations run by one launch of {@code ranksPerGpu}
-     * processes on a device of {@code deviceBytes}) cannot run, naming every configuration that does
-     * not fit; empty when all fit.
-     */
-    static Optional<String> refusal(List<List<RunSpec>> launches, long deviceBytes, int ranksPerGpu) {
-        List<String> misfits = new ArrayList<>();
+    /** The configurations of {@code launches} (each run by one launch of the ranks) that do not fit. */
+    List<Misfit> misfits(List<List<RunSpec>> launches) {
+        List<Misfit> misfits = new ArrayList<>();
         for (List<RunSpec> launch : launches) {
-            long heap = SymmetricMemory.heapSizeFor(launch.stream()
-                    .mapToLong(s -> SymmetricMemory.of(s.config()).total()).max().orElse(0));
+            long heap = heapBytes(launch);
             for (RunSpec s : launch) {
-                long buffers = RankBuffers.deviceBytes(s.config());
-                long perRank = buffers + heap + PROCESS_BYTES;
-                if (perRank * ranksPerGpu > deviceBytes) {
-                    misfits.add(String.format(Locale.ROOT, "%s: %s per rank (buffers %s, symmetric heap %s, process %s)",
-                            s, gib(perRank), gib(buffers), gib(heap), gib(PROCESS_BYTES)));
+                Misfit m = new Misfit(s, RankBuffers.deviceBytes(s.config()), heap);
+                if (m.perRank() * ranksPerGpu > deviceBytes) {
+                    misfits.add(m);
                 }
             }
         }
+        return misfits;
+    }
+
+    /**
+     * The configurations of {@code specs} to run. When some do not fit: with {@code leaveOut}, the
+     * rest (the one with the largest buffers goes first, then the others are checked again: a launch's
+     * heap shrinks with its largest configuration), each one left out named on {@code warnings};
+     * without it, or when none would be left, an IllegalArgumentException that names them.
+     */
+    List<RunSpec> runnable(List<RunSpec> specs, boolean leaveOut, PrintStream warnings) {
+        List<Misfit> misfits = misfits(GpuRunner.launches(specs));
         if (misfits.isEmpty()) {
-            return Optional.empty();
+            return specs;
         }
-        return Optional.of(String.format(Locale.ROOT, "%d configuration(s) do not fit %d ranks on one GPU of %s:%n  %s%n"
-                + "Leave them out (--tokens, --presets) or run fewer ranks (--world).", misfits.size(), ranksPerGpu,
-                gib(deviceBytes), String.join(System.lineSeparator() + "  ", misfits)));
+        List<RunSpec> kept = new ArrayList<>();
+        List<Misfit> leftOut = new ArrayList<>();
+        for (List<RunSpec> launch : GpuRunner.launches(specs)) {
+            List<RunSpec> k = new ArrayList<>(launch);
+            List<Misfit> m;
+            while (!(m = misfits(List.of(k))).isEmpty()) {
+                Misfit largest = m.stream().max(Comparator.comparingLong(Misfit::bufferBytes)).orElseThrow();
+                leftOut.add(largest);
+                k.remove(largest.spec());
+            }
+            kept.addAll(k);
+        }
+        if (!leaveOut || kept.isEmpty()) {
+            throw new IllegalArgumentException("refused " + describe(misfits) + System.lineSeparator()
+                    + "Leave them out (--tokens, --presets) or run fewer ranks (--world).");
+        }
+        warnings.println("leaving out " + describe(leftOut));
+        return specs.stream().filter(kept::contains).toList();
+    }
+
+    /** What {@code misfits} means, for an error or a warning. */
+    String describe(List<Misfit> misfits) {
+        List<String> lines = misfits.stream().map(Misfit::toString).toList();
+        return String.format(Locale.ROOT, "%d configuration(s) that do not fit %d ranks on one GPU of %s:%n  %s",
+                misfits.size(), ranksPerGpu, gib(deviceBytes), String.join(System.lineSeparator() + "  ", lines));
+    }
+
+    private static long heapBytes(List<RunSpec> launch) {
+        return SymmetricMemory.heapSizeFor(launch.stream().mapToLong(s -> SymmetricMemory.of(s.config()).total()).max()
+                .orElse(0));
     }
 
     static String gib(long bytes) {

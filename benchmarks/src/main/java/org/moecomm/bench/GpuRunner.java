@@ -59,19 +59,18 @@ final class GpuRunner implements Runner {
     }
 
     /**
-     * Refuses (IllegalArgumentException) configurations whose buffers do not fit the GPU the ranks
-     * will share ({@link DeviceFit}), before any process starts: such a configuration fails in ways
-     * that do not name the memory. Without CUDA here nothing is checked (the ranks fail at their
-     * start, saying why).
+     * The configurations of {@code specs} whose buffers fit the GPU the ranks will share
+     * ({@link DeviceFit#runnable}: with {@code leaveOut} the others are left out, each named on
+     * {@code warnings}; without it they are refused), checked before any process starts, since such
+     * a configuration fails in ways that do not name the memory. Without CUDA here nothing is
+     * checked (the ranks fail at their start, saying why).
      */
-    static void requireFit(List<RunSpec> specs) {
+    static List<RunSpec> runnable(List<RunSpec> specs, boolean leaveOut, PrintStream warnings) {
         if (!Cuda.isAvailable() || specs.isEmpty()) {
-            return;
+            return specs;
         }
         int device = Integer.parseInt(System.getenv().getOrDefault(LaunchEnv.DEVICE, "0").strip());
-        DeviceFit.refusal(launches(specs), Cuda.deviceTotalMemory(device), specs.getFirst().world()).ifPresent(why -> {
-            throw new IllegalArgumentException(why);
-        });
+        return new DeviceFit(Cuda.deviceTotalMemory(device), specs.getFirst().world()).runnable(specs, leaveOut, warnings);
     }
 
     /** The specs in launches: one per preset, in order of first appearance. */

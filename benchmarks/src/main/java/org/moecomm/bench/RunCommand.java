@@ -55,6 +55,15 @@ abstract class RunCommand implements Callable<Integer> {
     /** The rounds of each configuration on {@code backend}. */
     abstract RoundPlan plan(BackendChoice.Backend backend);
 
+    /**
+     * On the GPU, whether configurations whose buffers do not fit the GPU are left out (named on
+     * standard error) rather than refused: only where the command chose them itself, never where
+     * the user named them.
+     */
+    boolean leavesOutWhatDoesNotFit() {
+        return false;
+    }
+
     /** Prints or records the measurements; returns the exit status. */
     abstract int report(BackendChoice.Choice choice, List<Measurement> results) throws Exception;
 
@@ -72,7 +81,7 @@ abstract class RunCommand implements Callable<Integer> {
             plan = plan(choice.backend());
             specs = specs(choice.backend());
             if (choice.backend() == BackendChoice.Backend.GPU) {
-                GpuRunner.requireFit(specs);
+                specs = GpuRunner.runnable(specs, leavesOutWhatDoesNotFit(), err);
             }
         } catch (IllegalArgumentException e) {
             err.println("moecomm " + name() + ": " + e.getMessage());

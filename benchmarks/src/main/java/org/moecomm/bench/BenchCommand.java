@@ -43,13 +43,15 @@ final class BenchCommand extends RunCommand {
     List<Preset> presets;
 
     @Option(names = "--tokens", split = ",", paramLabel = "M",
-            description = "Tokens per rank (each also the handle's M), instead of the --sweep sizes.")
+            description = "Tokens per rank (each also the handle's M), instead of the --sweep sizes; on the GPU a size"
+                    + " whose buffers do not fit the GPU the ranks share is refused.")
     List<Integer> tokens;
 
     @Option(names = "--sweep", paramLabel = "SIZES", converter = TokenSweepConverter.class,
             description = "Tokens per rank to sweep without --tokens: decode (1,8,32,128), prefill (512,1024,2048,4096)"
                     + " or all (both) (default: all on the GPU backend; decode on the CPU backend, which runs the kernels"
-                    + " on the JVM: its prefill sizes would take about half an hour).")
+                    + " on the JVM: its prefill sizes would take about half an hour). On the GPU the sizes whose buffers"
+                    + " do not fit the GPU the ranks share are left out, each named.")
     TokenSweep sweep;
 
     @Option(names = "--launch", split = ",", paramLabel = "MODE",

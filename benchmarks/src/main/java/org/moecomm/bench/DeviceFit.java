@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import org.moecomm.core.MoeConfig;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.gpu.SymmetricMemory;
 
@@ -44,6 +45,9 @@ record DeviceFit(long deviceBytes, int ranksPerGpu) {
     List<Misfit> misfits(List<List<RunSpec>> launches) {
         List<Misfit> misfits = new ArrayList<>();
         for (List<RunSpec> launch : launches) {
+            if (launch.isEmpty()) {
+                continue; // a launch left without configurations starts no process
+            }
             long heap = heapBytes(launch);
             for (RunSpec s : launch) {
                 Misfit m = new Misfit(s, RankBuffers.deviceBytes(s.config()), heap);
@@ -62,16 +66,16 @@ record DeviceFit(long deviceBytes, int ranksPerGpu) {
      * without it, or when none would be left, an IllegalArgumentException that names them.
      */
     List<RunSpec> runnable(List<RunSpec> specs, boolean leaveOut, PrintStream warnings) {
-        List<Misfit> misfits = misfits(GpuRunner.launches(specs));
+        List<List<RunSpec>> launches = GpuRunner.launches(specs);
+        List<Misfit> misfits = misfits(launches);
         if (misfits.isEmpty()) {
             return specs;
         }
         List<RunSpec> kept = new ArrayList<>();
         List<Misfit> leftOut = new ArrayList<>();
-        for (List<RunSpec> launch : GpuRunner.launches(specs)) {
+        for (List<RunSpec> launch : launches) {
             List<RunSpec> k = new ArrayList<>(launch);
-            List<Misfit> m;
-            while (!(m = misfits(List.of(k))).isEmpty()) {
+            for (List<Misfit> m = misfits(List.of(k)); !m.isEmpty(); m = misfits(List.of(k))) {
                 Misfit largest = m.stream().max(Comparator.comparingLong(Misfit::bufferBytes)).orElseThrow();
                 leftOut.add(largest);
                 k.remove(largest.spec());
@@ -93,9 +97,10 @@ record DeviceFit(long deviceBytes, int ranksPerGpu) {
                 misfits.size(), ranksPerGpu, gib(deviceBytes), String.join(System.lineSeparator() + "  ", lines));
     }
 
+    /** The heap a rank process of {@code launch} starts with: its own choice ({@link GpuRankMain#heapFor}), sized as the backend sizes it. */
     private static long heapBytes(List<RunSpec> launch) {
-        return SymmetricMemory.heapSizeFor(launch.stream().mapToLong(s -> SymmetricMemory.of(s.config()).total()).max()
-                .orElse(0));
+        return SymmetricMemory.heapSizeFor(GpuRankMain.heapFor(launch.stream().map(RunSpec::config)
+                .toArray(MoeConfig[]::new)).symmetricBytes());
     }
 
     static String gib(long bytes) {

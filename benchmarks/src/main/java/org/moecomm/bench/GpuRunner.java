@@ -15,7 +15,6 @@ import java.util.stream.Stream;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
-import org.moecomm.core.launch.LaunchEnv;
 import org.moecomm.core.launch.LocalLauncher;
 import org.moecomm.core.protocol.BufferLayout;
 
@@ -62,15 +61,15 @@ final class GpuRunner implements Runner {
      * The configurations of {@code specs} whose buffers fit the GPU the ranks will share
      * ({@link DeviceFit#runnable}: with {@code leaveOut} the others are left out, each named on
      * {@code warnings}; without it they are refused), checked before any process starts, since such
-     * a configuration fails in ways that do not name the memory. Without CUDA here nothing is
-     * checked (the ranks fail at their start, saying why).
+     * a configuration fails in ways that do not name the memory. The GPU is this process's first
+     * visible one, which the launcher's {@code SHARED} policy gives every rank. Without CUDA here
+     * nothing is checked (the ranks fail at their start, saying why).
      */
     static List<RunSpec> runnable(List<RunSpec> specs, boolean leaveOut, PrintStream warnings) {
         if (!Cuda.isAvailable() || specs.isEmpty()) {
             return specs;
         }
-        int device = Integer.parseInt(System.getenv().getOrDefault(LaunchEnv.DEVICE, "0").strip());
-        return new DeviceFit(Cuda.deviceTotalMemory(device), specs.getFirst().world()).runnable(specs, leaveOut, warnings);
+        return new DeviceFit(Cuda.deviceTotalMemory(0), specs.getFirst().world()).runnable(specs, leaveOut, warnings);
     }
 
     /** The specs in launches: one per preset, in order of first appearance. */

@@ -43,7 +43,8 @@ class DeviceFitTest {
     @Test
     void everyConfigurationOfALaunchHasItsLargestHeap() {
         RunSpec m2048 = spec("deepseek-v3", 4, 2048);
-        long heap2048 = SymmetricMemory.heapSizeFor(SymmetricMemory.of(m2048.config()).total());
+        // the heap a rank process of that launch starts with
+        long heap2048 = SymmetricMemory.heapSizeFor(GpuRankMain.heapFor(m2048.config()).symmetricBytes());
         DeviceFit fit = new DeviceFit(4 * (RankBuffers.deviceBytes(m2048.config()) + heap2048 + DeviceFit.PROCESS_BYTES), 4);
         assertEquals(List.of(), fit.misfits(List.of(sweep(4, 2048))), "exactly fits alone");
         // beside 4096 tokens, each rank of the launch holds 4096's heap, and 2048 no longer fits

@@ -48,18 +48,16 @@ public final class RankBuffers {
         this.handle = handle;
         this.config = handle.config();
         this.memory = handle.memory();
-        MoeConfig c = config;
-        int l = c.expertsPerRank();
         x = allocate(Shape.X);
-        xScale = c.blockScales() ? allocate(Shape.X_SCALE) : null;
+        xScale = allocate(Shape.X_SCALE);
         indices = allocate(Shape.INDICES);
         weights = allocate(Shape.WEIGHTS);
         countBuf = memory.allocate(COUNT_BYTES);
         dispatchOut = new DispatchOutput(allocate(Shape.EXPERT_NUM_TOKENS), allocate(Shape.EXPERT_X),
-                c.scalesPerToken() > 0 ? allocate(Shape.EXPERT_X_SCALE) : null);
+                allocate(Shape.EXPERT_X_SCALE));
         expertY = allocate(Shape.EXPERT_Y);
         out = allocate(Shape.OUT);
-        counts = Arena.ofAuto().allocate(4L * l, 4);
+        counts = Arena.ofAuto().allocate(4L * config.expertsPerRank(), 4);
     }
 
     /** The device tensors, each with its dtype and shape for a configuration: one description for allocating and sizing. */
@@ -109,8 +107,9 @@ public final class RankBuffers {
         }
     }
 
+    /** The tensor {@code s} of this configuration, or null where the configuration has none. */
     private Tensor allocate(Shape s) {
-        return memory.allocate(s.dtype(config), s.dims(config));
+        return s.present(config) ? memory.allocate(s.dtype(config), s.dims(config)) : null;
     }
 
     /**

@@ -120,40 +120,12 @@ public final class GpuRankMain {
         // computed here, before the collective handle creation, so that no rank computes it while
         // the others wait for it at a bounded barrier
         workload.reference();
-        CudaContext ctx = gpu.context();
-        boolean graph = spec.launch() == LaunchMode.GRAPH;
         CudaEvent[] ev = new CudaEvent[6];
         try (MoeAllToAll h = gpu.createHandle(config)) {
-            GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
-            CudaStream stream = timing.stream();
-            for (int e = 0; e < ev.length; e++) {
-                ev[e] = ctx.createEvent(true);
-            }
-            RankBuffers buffers = RankBuffers.allocate(h);
-            // a graph keeps the launch arguments of its capture: with it, m is read from device memory
-            DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
-            long[][] samples;
-            if (graph) {
-                try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers.handle(), in, buffers.dispatchOutput(),
-                        buffers.combineInput(), buffers.out())) {
-                    samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
-                            graphs.combine()::replay, problems);
-                }
-            } else {
-                samples = rounds(spec, plan, workload, buffers, timing, ev, () -> {
-                    h.dispatchSend(in);
-                    ev[1].record(stream);
-                    h.dispatchRecv(buffers.dispatchOutput());
-                }, () -> {
-                    h.combineSend(buffers.expertY());
-                    ev[4].record(stream);
-                    h.combineRecv(buffers.weights(), buffers.out());
-                }, problems);
-            }
-            // every rank done with its checks before the collective close (this also raises a
-            // timeout that the last rounds recorded)
-            timing.barrier().run();
-            return samples;
+            // A failure of this rank's own work (its tensors' allocation running out of device
+            // memory, a capture) aborts the handle: the peers, already in the round, fail at once
+            // naming this rank, instead of timing out while this rank's close waits for them.
+            return h.callOrAbort(() -> runOnHandle(gpu, h, spec, workload, plan, ev, problems));
         } finally {
             for (CudaEvent e : ev) {
                 if (e != null) {
@@ -161,6 +133,43 @@ public final class GpuRankMain {
                 }
             }
         }
+    }
+
+    /** One spec's rounds on its handle {@code h}: its buffers, the graphs in graph mode, the rounds, the closing barrier. */
+    private static long[][] runOnHandle(GpuBackend gpu, MoeAllToAll h, RunSpec spec, Workload workload,
+                                        RoundPlan plan, CudaEvent[] ev, List<String> problems) {
+        CudaContext ctx = gpu.context();
+        boolean graph = spec.launch() == LaunchMode.GRAPH;
+        GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
+        CudaStream stream = timing.stream();
+        for (int e = 0; e < ev.length; e++) {
+            ev[e] = ctx.createEvent(true);
+        }
+        RankBuffers buffers = RankBuffers.allocate(h);
+        // a graph keeps the launch arguments of its capture: with it, m is read from device memory
+        DispatchInput in = buffers.upload(workload.rank(h.rank()), graph);
+        long[][] samples;
+        if (graph) {
+            try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers.handle(), in, buffers.dispatchOutput(),
+                    buffers.combineInput(), buffers.out())) {
+                samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
+                        graphs.combine()::replay, problems);
+            }
+        } else {
+            samples = rounds(spec, plan, workload, buffers, timing, ev, () -> {
+                h.dispatchSend(in);
+                ev[1].record(stream);
+                h.dispatchRecv(buffers.dispatchOutput());
+            }, () -> {
+                h.combineSend(buffers.expertY());
+                ev[4].record(stream);
+                h.combineRecv(buffers.weights(), buffers.out());
+            }, problems);
+        }
+        // every rank done with its checks before the collective close (this also raises a
+        // timeout that the last rounds recorded)
+        timing.barrier().run();
+        return samples;
     }
 
     /**

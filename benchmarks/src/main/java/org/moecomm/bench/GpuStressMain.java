@@ -35,7 +35,9 @@ public final class GpuStressMain {
             // rank 0's output reaches the launcher's standard error, prefixed [rank 0]
             Progress progress = h.rank() == 0
                     ? new Progress(System.out, "stress", spec.options().rounds(), Progress.INTERVAL) : Progress.none();
-            StressRounds.Result r = StressRounds.run(RankBuffers.allocate(h), spec.options(), progress::roundsDone);
+            // a failure of this rank's own work (its tensors' allocation) releases the peers at once
+            StressRounds.Result r = h.callOrAbort(
+                    () -> StressRounds.run(RankBuffers.allocate(h), spec.options(), progress::roundsDone));
             Files.writeString(resultFile(dir, h.rank()), gpu.context().deviceName() + "\n" + StressResults.toJson(r) + "\n");
             if (h.rank() == 0) {
                 System.out.printf("%s: rank 0 done in %.1f s, %d failed round(s)%n", spec, r.nanos() / 1e9,

@@ -1,5 +1,7 @@
 package org.moecomm.core;
 
+import java.util.function.Supplier;
+
 /**
  * One rank's dispatch/combine handle. Calls are collective: every rank of the world makes the
  * same sequence of calls. Each operation is also available as a send half and a receive half
@@ -52,6 +54,37 @@ public interface MoeAllToAll extends AutoCloseable {
      * for a peer. {@code reason} goes into this rank's log and its later exceptions.
      */
     void abort(String reason);
+
+    /**
+     * Runs the caller's own work on this handle (allocating its tensors, uploading inputs, making
+     * its calls) and returns its result; when the work throws, the handle is {@linkplain #abort
+     * aborted} with the exception before it propagates. A rank that fails outside a call (a
+     * device allocation that runs out of memory, a bad file) then releases its peers at once: they
+     * fail with a {@link PeerAbortedException} naming this rank instead of waiting out their
+     * timeouts in a round this rank will never join, and the {@link #close()} that follows does
+     * not wait for them. An exception of a call that already failed the handle (or a peer's
+     * abort) passes through unchanged.
+     */
+    default <T> T callOrAbort(Supplier<T> work) {
+        try {
+            return work.get();
+        } catch (RuntimeException | Error e) {
+            try {
+                abort(e.toString());
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /** {@link #callOrAbort} for work without a result. */
+    default void runOrAbort(Runnable work) {
+        callOrAbort(() -> {
+            work.run();
+            return null;
+        });
+    }
 
     /**
      * Whether a call of this handle failed after its work had started (a wait ran out, a peer

@@ -1,6 +1,7 @@
 package org.moecomm.core.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -83,6 +84,55 @@ class AbortTest {
                     e.seenIn());
             assertTrue(e.getMessage().contains("rank 2 aborted (its caller aborted the handle), seen in"), e.getMessage());
             assertTrue(outcomes.get(r).elapsedMs() < RELEASED_WITHIN_MS, "took " + outcomes.get(r).elapsedMs() + " ms");
+        }
+    }
+
+    /**
+     * Rank 3 fails in its own work, outside any call (as a device allocation that runs out of
+     * memory does): {@code callOrAbort} aborts the handle before the exception propagates, so the
+     * others, already waiting for rank 3's rows, fail at once naming rank 3, and rank 3 gets its
+     * own exception back, unchanged.
+     */
+    @Test
+    void aFailureOfTheCallersOwnWorkReleasesEveryPeer() {
+        IllegalStateException ownFailure = new IllegalStateException("out of device memory for expertX");
+        List<Outcome> outcomes = run(CONFIG, h -> {
+            RankBuffers b = RankBuffers.allocate(h);
+            DispatchInput in = b.upload(Workload.generate(CONFIG, 3).rank(h.rank()), false);
+            int rounds = h.callOrAbort(() -> {
+                if (h.rank() == 3) {
+                    throw ownFailure;
+                }
+                h.dispatch(in, b.dispatchOutput());
+                return 1;
+            });
+            assertEquals(1, rounds);
+        });
+        assertSame(ownFailure, outcomes.get(3).failure());
+        assertTrue(outcomes.get(3).failed());
+        for (int r : new int[] {0, 1, 2}) {
+            PeerAbortedException e = assertInstanceOf(PeerAbortedException.class, outcomes.get(r).failure());
+            assertEquals(3, e.abortedBy());
+            assertEquals(AbortReason.CALLER, e.reason());
+            assertTrue(outcomes.get(r).elapsedMs() < RELEASED_WITHIN_MS, "took " + outcomes.get(r).elapsedMs() + " ms");
+            assertTrue(outcomes.get(r).failed());
+        }
+    }
+
+    /** Work that succeeds leaves the handle as it was: its result is returned, nothing is aborted. */
+    @Test
+    void callOrAbortPassesAResultThrough() {
+        List<Outcome> outcomes = run(CONFIG, h -> {
+            RankBuffers b = RankBuffers.allocate(h);
+            DispatchInput in = b.upload(Workload.generate(CONFIG, 4).rank(h.rank()), false);
+            h.runOrAbort(() -> h.dispatch(in, b.dispatchOutput()));
+            assertEquals(h.rank(), h.callOrAbort(h::rank));
+            b.runExperts();
+            h.combine(b.combineInput(), b.out());
+        });
+        for (Outcome o : outcomes) {
+            assertNull(o.failure());
+            assertFalse(o.failed());
         }
     }
 

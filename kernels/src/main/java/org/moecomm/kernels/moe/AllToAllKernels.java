@@ -271,7 +271,7 @@ public final class AllToAllKernels {
      * row's source group {@code g} ({@code expertOrigin = g*M*Kd + q}): directly where {@code s}
      * is mapped, else staged in {@code combineSend} row {@code g*M*Kd + q} and put by the warp.
      * The last block sets every {@code s}'s {@code combine[rank]} to {@code round << 32 |
-     * pairsFromGroup[s/G]}: a release store into a mapped {@code s}'s word, else the nvshmem signal.
+     * pairsFromGroup[s/G]}.
      *
      * @param anyPut 1 when some peer is {@link #PEER_PUT} (the second pass is needed)
      */
@@ -352,20 +352,10 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        // Thread s resolves mapped peer s's signal words before the completion count, beside the
-        // block's fence, so that the last block signals it with one release store (as dispatch
-        // send's decode signal) rather than through the nvshmem signal's own lookup of the peer.
-        int signalWord = numGroups + rank;
-        boolean mappedPeer = tid < worldSize && peerModes.getInt(tid) == PEER_DIRECT;
-        Buf peerSignals = mappedPeer ? ctx.peerBuf(signals, tid) : signals;
         if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true, writes)) {
             for (int s = tid; s < worldSize; s += threads) {
-                long value = (round << 32) | pairsFromGroup.getInt(s / groupSize);
-                if (s == tid && mappedPeer) {
-                    ctx.storeRelease(peerSignals, signalWord, value);
-                } else {
-                    ctx.signalSet(signals.slice(8L * signalWord, 8), value, s);
-                }
+                ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
+                        (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
             }
         }
     }

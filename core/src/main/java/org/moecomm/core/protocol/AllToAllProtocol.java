@@ -64,12 +64,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/).
      */
     static final int ONE_BLOCK_PAIRS = 16;
-    /**
-     * Rounds per flag epoch of flagged rows ({@code FlaggedRows.flagOf}): the largest positive int,
-     * so the plain round that clears the flagged slots comes once every 2^31 - 1 rounds.
-     * {@code -Dmoecomm.flaggedRows.epoch} sets another (at least 2), for tests of that round.
-     */
-    static final int FLAG_EPOCH = Integer.MAX_VALUE;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**
@@ -93,8 +87,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
     // symmetric
     private final SymmetricBuffer dispatchRecv;
     private final SymmetricBuffer dispatchSend;
-    /** Flagged rows ({@link BufferLayout#dispatchFlaggedBytes}), or null where they do not fit. */
-    private final SymmetricBuffer dispatchFlagged;
     private final SymmetricBuffer combineRecv;
     private final SymmetricBuffer combineSend;
     private final SymmetricBuffer signals;
@@ -120,13 +112,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * one block per source group: decode; {@code AllToAllKernels.dispatchRecv}), else 0.
      */
     private final int orderedSlots;
-    /**
-     * 1 when dispatch send writes flagged rows to every mapped destination and signals without a
-     * fence (decode sizes; docs/protocol.md, "Flagged rows"), else 0.
-     */
-    private final int flaggedRows;
-    /** Rounds per flag epoch (FLAG_EPOCH unless a test sets another). */
-    private final int flagEpoch;
     /** Threads per block of every kernel: the runner's for {@link MoeKernels#THREADS} (fewer on the JVM). */
     private final int threads;
     private final Grid dispatchSendGrid;
@@ -167,8 +152,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
         this.dispatchRecv = transport.allocateSymmetric(layout.dispatchRecvBytes());
         this.dispatchSend = transport.allocateSymmetric(layout.dispatchSendBytes());
-        this.dispatchFlagged = layout.dispatchFlaggedBytes() > 0
-                ? transport.allocateSymmetric(layout.dispatchFlaggedBytes()) : null;
         this.combineRecv = transport.allocateSymmetric(layout.combineRecvBytes());
         this.combineSend = transport.allocateSymmetric(layout.combineSendBytes());
         this.signals = transport.allocateSymmetric(layout.signalBytes());
@@ -213,10 +196,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), threads);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), threads);
         this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
-        // flagged rows go only to mapped peers: with every peer reached by puts there are none
-        this.flaggedRows = dispatchFlagged != null && orderedSlots != 0 && dispatchSendGrid.blocksY() == 1 && puts < ws
-                && Boolean.parseBoolean(System.getProperty("moecomm.flaggedRows", "true")) ? 1 : 0;
-        this.flagEpoch = flagEpoch();
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block also waits, fences and counts
         // itself, and blocks beyond the rows there can be only add that fixed cost.
@@ -235,9 +214,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
         runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts;"
-                + " dispatch recv slots {}; rows to mapped peers {}", rank, config, layout.symmetricBytes(),
-                layout.localBytes(), puts, ws, orderedSlots != 0 ? "in source order" : "counted",
-                flaggedRows != 0 ? "flagged" : "plain");
+                + " dispatch recv slots {}", rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws,
+                orderedSlots != 0 ? "in source order" : "counted");
         if (LOG.isDebugEnabled()) {
             // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
             LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
@@ -283,14 +261,6 @@ public final class AllToAllProtocol implements MoeAllToAll {
      */
     public boolean slotsInSourceOrder() {
         return orderedSlots != 0;
-    }
-
-    /**
-     * Whether this handle's dispatch send writes flagged rows ({@code FlaggedRows}) to the
-     * destinations whose memory it maps, signalling them without a fence (decode sizes).
-     */
-    public boolean flaggedRows() {
-        return flaggedRows != 0;
     }
 
     /** The phase this handle is in (which call it accepts next). */
@@ -355,12 +325,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     private Object[] dispatchSendArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens) {
-        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), flaggedLocal(),
-                signals.local(), pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes,
-                layout.xBytes(), config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(),
-                rank, layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
-                inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1, flaggedRows,
-                flagEpoch};
+        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
+                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, layout.xBytes(),
+                config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
+                layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
+                inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1};
     }
 
     // ---- step 2: dispatch recv ----
@@ -383,28 +352,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     private Object[] dispatchRecvArgs(Buf counts, Buf expertX, Buf expertXScale) {
-        return new Object[] {dispatchRecv.local(), flaggedLocal(), signals.local(), slotCounts, counts, expertX,
-                expertXScale, expertOrigin, pairsFromGroup, roundState, waitErrors, config.waitTimeout().toNanos(),
+        return new Object[] {dispatchRecv.local(), signals.local(), slotCounts, counts, expertX, expertXScale,
+                expertOrigin, pairsFromGroup, roundState, waitErrors, config.waitTimeout().toNanos(),
                 waitTag, rank, config.groupSize(), config.expertsPerRank(), layout.xBytes(), config.scalesPerToken(),
                 config.topK(), layout.rowBytes(), config.maxTokensPerRank(), config.numGroups(),
-                layout.pairsPerRegion(), orderedSlots, flaggedRows, flagEpoch};
-    }
-
-    /** The flagged rows' buffer, or a placeholder where the handle has none (the kernels then never touch it). */
-    private Buf flaggedLocal() {
-        return dispatchFlagged != null ? dispatchFlagged.local() : dummy;
-    }
-
-    private static int flagEpoch() {
-        String p = System.getProperty("moecomm.flaggedRows.epoch");
-        if (p == null || p.isBlank()) {
-            return FLAG_EPOCH;
-        }
-        int epoch = Integer.parseInt(p.strip());
-        if (epoch < 2) {
-            throw new IllegalArgumentException("moecomm.flaggedRows.epoch must be at least 2: " + epoch);
-        }
-        return epoch;
+                layout.pairsPerRegion(), orderedSlots};
     }
 
     /**
@@ -414,25 +366,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * keeps the counted slots, for measurements.
      */
     private boolean orderedSlots(Grid recvGrid) {
-        return recvGrid.blocksY() == 1 && orderedSlotsFit(config, layout.pairsPerRegion())
+        return recvGrid.blocksY() == 1 && config.numGroups() <= MoeKernels.ORDERED_GROUPS
+                && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
+                && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
                 && Boolean.parseBoolean(System.getProperty("moecomm.orderedSlots", "true"));
-    }
-
-    /** Whether the groups, local experts and one group's pairs fit the ordered scatter's shared-memory tables. */
-    static boolean orderedSlotsFit(MoeConfig config, int pairsPerRegion) {
-        return config.numGroups() <= MoeKernels.ORDERED_GROUPS && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
-                && pairsPerRegion <= MoeKernels.ORDERED_PAIRS;
-    }
-
-    /**
-     * Whether the dispatch grids of {@code config} have one block per destination and per source
-     * group ({@link #blocksPer}'s useful blocks are 1): up to {@link #MIN_ROWS_PER_BLOCK} tokens, and
-     * up to {@link #ONE_BLOCK_TOKENS} while the pairs per source group stay within {@link #ONE_BLOCK_PAIRS}.
-     */
-    static boolean oneBlockPerUnit(MoeConfig config) {
-        int m = config.maxTokensPerRank();
-        return m <= MIN_ROWS_PER_BLOCK || m <= ONE_BLOCK_TOKENS
-                && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize();
     }
 
     /**
@@ -445,7 +382,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private int blocksPer(int units) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int m = config.maxTokensPerRank();
-        int useful = oneBlockPerUnit(config) ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
+        boolean oneBlock = m <= ONE_BLOCK_TOKENS && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize();
+        int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK; // 1 up to 4 tokens anyway
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }
 

@@ -86,26 +86,6 @@ public final class BufferLayout {
         return dispatchRecvBytes();
     }
 
-    /**
-     * Whether a handle of this config can take flagged rows ({@code FlaggedRows}, docs/protocol.md):
-     * its dispatch grids have one block per destination and per source group
-     * ({@link AllToAllProtocol#oneBlockPerUnit}), the slots in source order fit their tables, and
-     * dispatch does not quantise (whose rows {@code finishShare} writes).
-     */
-    public boolean flaggedRowsFit() {
-        return AllToAllProtocol.oneBlockPerUnit(config) && !config.quantizes()
-                && AllToAllProtocol.orderedSlotsFit(config, pairsPerRegion);
-    }
-
-    /**
-     * {@code dispatchFlagged [NG][M]} flagged rows of {@code 2 * rowBytes} (int32 word {@code w}
-     * of row {@code (g, r)} as int64 slot {@code (g*M + r) * rowBytes/4 + w}), where they
-     * {@linkplain #flaggedRowsFit fit}; else 0 (not allocated).
-     */
-    public long dispatchFlaggedBytes() {
-        return flaggedRowsFit() ? 2 * dispatchRecvBytes() : 0;
-    }
-
     /** {@code combineRecv [W][M*Kd]} rows of yBytes. */
     public long combineRecvBytes() {
         return (long) config.worldSize() * pairsPerRegion * yBytes;
@@ -152,8 +132,7 @@ public final class BufferLayout {
 
     /** Symmetric bytes per rank. */
     public long symmetricBytes() {
-        return dispatchRecvBytes() + dispatchSendBytes() + dispatchFlaggedBytes() + combineRecvBytes()
-                + combineSendBytes() + signalBytes();
+        return dispatchRecvBytes() + dispatchSendBytes() + combineRecvBytes() + combineSendBytes() + signalBytes();
     }
 
     // ---- local buffers ----

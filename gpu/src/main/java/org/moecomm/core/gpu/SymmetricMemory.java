@@ -34,9 +34,6 @@ public record SymmetricMemory(Map<String, Long> buffers, long total) {
         b.put("barrier", rounded(8L * config.worldSize()));
         b.put("dispatchRecv", rounded(l.dispatchRecvBytes()));
         b.put("dispatchSend", rounded(l.dispatchSendBytes()));
-        if (l.dispatchFlaggedBytes() > 0) {
-            b.put("dispatchFlagged", rounded(l.dispatchFlaggedBytes()));
-        }
         b.put("combineRecv", rounded(l.combineRecvBytes()));
         b.put("combineSend", rounded(l.combineSendBytes()));
         b.put("signals", rounded(l.signalBytes()));

@@ -78,39 +78,26 @@ class DispatchCombineGpuTest {
      * Dispatch and combine captured once into two CUDA graphs each rank, then replayed 120 rounds
      * with new tokens, ids, weights and m (through a count in device memory) written into the same
      * buffers before each replay, every round checked against the reference; with direct stores
-     * and with puts. Decode sizes with direct stores send flagged rows (docs/protocol.md); with a
-     * flag epoch of 7 rounds (0: the default) every seventh replay sends plain rows and clears the
-     * flagged slots, all inside the same captured graph.
+     * and with puts.
      */
-    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6} epoch={7}")
+    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6}")
     @CsvSource({
-        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO, 0",
-        "2, 16, 4, 512, 24, BF16, PUTS, 0",
-        "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO, 0",
-        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO, 0",
-        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO, 7",
-        "2, 16, 4, 512, 8, BF16, AUTO, 7",
-        "2, 16, 4, 512, 2, BF16, PUTS, 0",
+        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
+        "2, 16, 4, 512, 24, BF16, PUTS",
+        "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO",
+        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO",
+        "2, 16, 4, 512, 2, BF16, PUTS",
     })
-    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes,
-                                                  int epoch) {
+    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
-        LocalLauncher.Builder launcher = GpuTestSupport.launcher(world, GraphReplayMain.class, out, Duration.ofMinutes(5))
+        LocalLauncher.Result r = GpuTestSupport.launcher(world, GraphReplayMain.class, out, Duration.ofMinutes(5))
                 .args(Integer.toString(e), Integer.toString(k), Integer.toString(h), Integer.toString(m), in, writes,
-                        "120", Long.toString(77L * world));
-        if (epoch > 0) {
-            launcher.jvmOption("-Dmoecomm.flaggedRows.epoch=" + epoch);
-        }
-        LocalLauncher.Result r = launcher.build().run();
+                        "120", Long.toString(77L * world))
+                .build().run();
         assertArrayEquals(new int[world], r.exitCodes());
-        // one dispatch block per destination (AllToAllProtocol.oneBlockPerUnit), mapped peers, no quantising
-        boolean oneBlock = m <= 4 || m <= 8 && (long) m * k <= 16L * world;
-        String rows = oneBlock && writes.equals("AUTO") && !in.contains("->") ? "flagged" : "plain";
         for (int rank = 0; rank < world; rank++) {
-            String ok = "[rank " + rank + "] CHECK graph-replay ok rank " + rank;
-            assertTrue(out.text().contains(ok), "rank " + rank + " did not report success");
-            assertTrue(out.text().lines().anyMatch(l -> l.startsWith(ok) && l.endsWith(rows + " rows to mapped peers)")),
-                    "rank " + rank + " should send " + rows + " rows");
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK graph-replay ok rank " + rank),
+                    "rank " + rank + " did not report success");
         }
     }
 

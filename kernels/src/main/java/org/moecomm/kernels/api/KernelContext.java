@@ -203,20 +203,4 @@ public interface KernelContext {
      * own lookup of the peer's address.
      */
     void storeRelease(Buf buf, long index, long value);
-
-    /**
-     * One thread: stores int64 element {@code index} of {@code buf} (local, or a peer's through
-     * {@link #peerBuf}) as one access that a {@link #loadRelaxed} anywhere in the system, even one
-     * racing with it, sees whole or not at all ({@code st.relaxed.sys}; on the JVM
-     * {@code setOpaque}). It orders nothing before it: a word stored this way must carry its own
-     * proof of arrival (the round in its high half: {@code FlaggedRows}).
-     */
-    void storeRelaxed(Buf buf, long index, long value);
-
-    /**
-     * One thread: loads int64 element {@code index} of {@code buf} as one access, whole, from the
-     * memory the whole system sees ({@code ld.relaxed.sys}: never a stale copy in this
-     * multiprocessor's L1; on the JVM {@code getOpaque}); the pair of {@link #storeRelaxed}.
-     */
-    long loadRelaxed(Buf buf, long index);
 }

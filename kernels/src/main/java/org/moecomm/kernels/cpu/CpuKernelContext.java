@@ -286,16 +286,6 @@ final class CpuKernelContext implements KernelContext {
         SEGMENT_LONG.setRelease(buf.segment(), index << 3, value);
     }
 
-    @Override
-    public void storeRelaxed(Buf buf, long index, long value) {
-        SEGMENT_LONG.setOpaque(buf.segment(), index << 3, value);
-    }
-
-    @Override
-    public long loadRelaxed(Buf buf, long index) {
-        return (long) SEGMENT_LONG.getOpaque(buf.segment(), index << 3);
-    }
-
     PeerMemory peers(String call) {
         PeerMemory p = block.peers;
         if (p == null) {

@@ -87,30 +87,21 @@ public final class AllToAllKernels {
      */
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
-                                    Buf dispatchSend, Buf dispatchRecv, Buf dispatchFlagged, Buf signals,
-                                    Buf pairLocation, Buf inputReport, Buf state, Buf peerModes, int xBytes,
-                                    int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize,
-                                    int rank, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
-                                    int checkIds, @Specialize int quantizeFrom, @Specialize int flaggedRows,
-                                    int flagEpoch) {
+                                    Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
+                                    Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
+                                    @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
+                                    int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
+                                    @Specialize int quantizeFrom) {
         int dest = ctx.groupIdx();
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
         // resolved before the mode is known (unused for a put peer): the two loads and the device
         // call are in flight together, where resolving after the mode's load waits for it first
-        Buf peerRecv = ctx.peerBuf(flaggedRows != 0 ? dispatchFlagged : dispatchRecv, dest);
+        Buf peerRecv = ctx.peerBuf(dispatchRecv, dest);
         long round = stateRound + 1;
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
         boolean direct = serves && mode == PEER_DIRECT;
-        // One block alone serving a mapped destination (decode) writes flagged rows where the handle
-        // has them: the signal then needs no fence behind the rows (FlaggedRows). The epoch's round
-        // whose flag is 0 sends plain rows instead, while the receivers clear their flagged slots.
-        boolean releaseSignal = direct && ctx.numGroupsY() == 1;
-        int flag = flaggedRows != 0 && releaseSignal ? FlaggedRows.flagOf(round, flagEpoch) : 0;
-        if (flaggedRows != 0 && direct && flag == 0) {
-            peerRecv = ctx.peerBuf(dispatchRecv, dest);
-        }
         long recvRegionRow = (long) group * maxTokens;
         Buf rowsOut = dispatchSend;
         long outRegionRow = (long) (dest / groupSize) * maxTokens;
@@ -121,19 +112,20 @@ public final class AllToAllKernels {
         int putPeer = serves && !direct ? dest : -1;
         long packed = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
-                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom, flag);
+                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         int rows = (int) packed;
         boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
-        // One block serving a mapped destination (decode) signals it with one store: the thread
-        // that stores resolves the peer's signal words while the block's last copies drain.
+        // One block serving a mapped destination (decode) signals it with a release store: the
+        // thread that stores resolves the peer's signal words while the block's last copies drain.
+        boolean releaseSignal = direct && ctx.numGroupsY() == 1;
         Buf peerSignals = releaseSignal && ctx.localIdx() == 0 ? ctx.peerBuf(signals, dest) : signals;
         if (putPeer >= 0) {
             ctx.quiet();
         }
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, flag, state, round, dest, group, serves,
-                    rows, allRows);
+            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows,
+                    allRows);
         }
     }
 
@@ -143,26 +135,20 @@ public final class AllToAllKernels {
      * (when this member serves it), the last of the grid advances the round. Package-private: the
      * CPU runner's loop form of dispatchSend calls it rather than inlining it (8000 bytes).
      *
-     * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one store
-     *                      into {@code peerSignals}, {@code dest}'s signal words: a release store,
-     *                      or, when its rows are flagged ({@code flag != 0}), a relaxed one that
-     *                      says so ({@link FlaggedRows#SIGNAL_FLAGGED})
+     * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one release
+     *                      store into {@code peerSignals}, {@code dest}'s signal words
      * @param rows {@code dest}'s rows of the tokens up to the end of this block's last chunk
      *             ({@link MoeKernels#packRows})
      * @param allRows {@code rows} are all of {@code dest}'s (the block's last chunk ends at m; always
      *                for the last block in y, which leaves them in the round state for a block
      *                without them that may raise the signal)
      */
-    static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, int flag,
-                                   Buf state, long round, int dest, int group, boolean serves, int rows,
-                                   boolean allRows) {
+    static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
+                                   long round, int dest, int group, boolean serves, int rows, boolean allRows) {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
         int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
-        if (releaseSignal && flag != 0) {
-            // flagged rows prove their own arrival: the signal only counts them, no fence behind them
-            ctx.storeRelaxed(peerSignals, group, (round << 32) | FlaggedRows.SIGNAL_FLAGGED | rows);
-        } else if (releaseSignal) {
+        if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
             ctx.storeRelease(peerSignals, group, (round << 32) | rows);
@@ -209,30 +195,18 @@ public final class AllToAllKernels {
      *       {@code slotCounts} is not touched.</li>
      * </ul>
      *
-     * A source whose signal says its rows are flagged ({@link FlaggedRows}: one block serving a
-     * mapped destination, in a handle with {@code flaggedRows}) wrote them into
-     * {@code dispatchFlagged}; each of their words is taken once it holds the round's flag.
-     *
      * @param waitTag the tag of the wait for signal word 0; word {@code i} has {@code waitTag + i}
-     * @param flagEpoch rounds per flag epoch ({@link FlaggedRows#flagOf})
      */
-    public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf dispatchFlagged, Buf signals,
-                                    Buf slotCounts, Buf expertNumTokens, Buf expertX, Buf expertXScale,
-                                    Buf expertOrigin, Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos,
-                                    int waitTag, int rank, int groupSize, int expertsPerRank, int xBytes,
-                                    int scalesPerToken, int topK, int rowBytes, int maxTokens, int numGroups,
-                                    int pairsPerRegion, @Specialize int orderedSlots, @Specialize int flaggedRows,
-                                    int flagEpoch) {
+    public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf signals, Buf slotCounts,
+                                    Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+                                    Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
+                                    int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
+                                    int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion,
+                                    @Specialize int orderedSlots) {
         long round = state.getLong(STATE_ROUND);
         int g = ctx.groupIdx();
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        int flag = flaggedRows != 0 ? FlaggedRows.flagOf(round, flagEpoch) : 0;
-        if (flaggedRows != 0 && flag == 0) {
-            // the epoch's plain round: no source writes flagged rows, so the next epoch starts from zeros
-            long regionSlots = (long) maxTokens * (rowBytes >> 2);
-            FlaggedRows.clear(ctx, dispatchFlagged, g * regionSlots, regionSlots);
-        }
         if (orderedSlots != 0) {
             int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
             int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
@@ -249,10 +223,9 @@ public final class AllToAllKernels {
                 rowsFrom[s] = rows;
             }
             ctx.localBarrier();
-            MoeKernels.scatterOrdered(ctx, dispatchRecv, dispatchFlagged, flaggedRows, flag, rowsFrom, counts, listed,
-                    expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken,
-                    topK, rowBytes, maxTokens, numGroups, pairsPerRegion, expertsPerRank, errors, timeoutNanos,
-                    rank, groupSize, waitTag);
+            MoeKernels.scatterOrdered(ctx, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
+                    expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+                    numGroups, pairsPerRegion, expertsPerRank);
         } else {
             int[] shared = ctx.allocateIntLocalArray(1);
             if (tid == 0) {
@@ -260,7 +233,7 @@ public final class AllToAllKernels {
                 shared[0] = rows;
             }
             ctx.localBarrier();
-            MoeKernels.scatterRows(ctx, dispatchRecv, FlaggedRows.rowsOf(shared[0]), slotCounts, expertX, expertXScale, expertOrigin,
+            MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
                     pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
             if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false, true)) {
                 for (int l = tid; l < expertsPerRank; l += threads) {

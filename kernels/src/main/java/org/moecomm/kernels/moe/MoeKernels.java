@@ -101,7 +101,7 @@ public final class MoeKernels {
         boolean serves = dest % groupSize == member;
         int rows = (int) packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
                 (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
-                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1, 0);
+                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }
@@ -125,8 +125,7 @@ public final class MoeKernels {
     static long packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
                         Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
                         int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
-                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds, int quantizeFrom,
-                        int flag) {
+                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds, int quantizeFrom) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int dest = ctx.groupIdx();
@@ -261,7 +260,7 @@ public final class MoeKernels {
             if (copy != 0) {
                 copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
                         rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
-                        rowBytes, quantizeFrom, flag);
+                        rowBytes, quantizeFrom);
                 boolean put = putPeer >= 0 && hi > lo;
                 finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
@@ -474,20 +473,14 @@ public final class MoeKernels {
      * counted scatter takes five more (the slot atomics, the grid count between two fences, the
      * counts' read).
      *
-     * <p>In a handle with {@code flaggedRows}, a group whose signal says its rows are flagged sent them into {@code dispatchFlagged}
-     * ({@link FlaggedRows}, this round's {@code flag}); a word that has not arrived yet is waited
-     * for, bounded, as the group's signal was (its peer, tag {@code waitTag + s}).
-     *
-     * @param rowsFrom shared: the low half of each group {@code s <= g}'s dispatch signal (its rows,
-     *                 and whether they are flagged: {@link FlaggedRows#rowsOf}, {@link FlaggedRows#flaggedIn})
+     * @param rowsFrom shared: the rows each group {@code s <= g} sent (from its dispatch signal)
      * @param counts shared, {@code [L]} zero: pairs per local expert
      * @param listed shared, {@code [1]} zero: the length of the block's copy list
      */
-    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, Buf dispatchFlagged, int flaggedRows, int flag,
-                               int[] rowsFrom, int[] counts, int[] listed, Buf expertNumTokens, Buf expertX, Buf expertXScale,
-                               Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK,
-                               int rowBytes, int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank,
-                               Buf errors, long timeoutNanos, int rank, int groupSize, int waitTag) {
+    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, int[] rowsFrom, int[] counts, int[] listed,
+                               Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+                               Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK, int rowBytes,
+                               int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int group = ctx.groupIdx();
@@ -504,10 +497,7 @@ public final class MoeKernels {
         // thread's pairs of successive groups would wait for each other's loads).
         int before = 0; // pairs of the groups before s
         for (int s = 0; s <= group; s++) {
-            int rows = clamp(FlaggedRows.rowsOf(rowsFrom[s]), 0, maxTokens);
-            int f = flaggedRows != 0 && FlaggedRows.flaggedIn(rowsFrom[s]) ? flag : 0;
-            Buf from = f != 0 ? dispatchFlagged : dispatchRecv;
-            int peer = s * groupSize + rank % groupSize;
+            int rows = clamp(rowsFrom[s], 0, maxTokens);
             int items = rows * kd;
             int first = tid - before % threads; // the first j with (before + j) % threads == tid
             if (first < 0) {
@@ -518,21 +508,9 @@ public final class MoeKernels {
                 int p = j - r * kd;
                 long meta = metaIndex((long) s * maxTokens + r, rowBytes, metaOffset);
                 // the row's first pair, its pair count and this pair's expert in one round trip
-                long loadedBase = FlaggedRows.load(ctx, from, meta, f);
-                long loadedPairs = FlaggedRows.load(ctx, from, meta + 1, f);
-                long loadedExpert = FlaggedRows.load(ctx, from, meta + 2 + p, f);
-                if (f != 0 && !(FlaggedRows.arrived(loadedBase, f) && FlaggedRows.arrived(loadedPairs, f)
-                        && FlaggedRows.arrived(loadedExpert, f))) {
-                    // not all arrived yet: wait for the meta's words up to this pair's, bounded, and load again
-                    boolean in = FlaggedRows.await(ctx, from, meta, 3 + p, f, errors, timeoutNanos, rank, peer,
-                            waitTag + s);
-                    loadedBase = in ? ctx.loadRelaxed(from, meta) : 0;
-                    loadedPairs = in ? ctx.loadRelaxed(from, meta + 1) : 0;
-                    loadedExpert = in ? ctx.loadRelaxed(from, meta + 2 + p) : -1;
-                }
-                int rowPairBase = (int) loadedBase;
-                int rowPairs = clamp((int) loadedPairs, 0, kd);
-                int expert = (int) loadedExpert;
+                int rowPairBase = dispatchRecv.getInt(meta);
+                int rowPairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
+                int expert = dispatchRecv.getInt(meta + 2 + p);
                 if (p < rowPairs && expert >= 0 && expert < expertsPerRank) {
                     if (s < group) {
                         ctx.atomicAdd(counts, expert, 1);
@@ -550,7 +528,7 @@ public final class MoeKernels {
             }
             before += items;
         }
-        if (tid == 0 && clamp(FlaggedRows.rowsOf(rowsFrom[group]), 0, maxTokens) == 0) {
+        if (tid == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
             pairsFromGroup.setInt(group, 0);
         }
         ctx.localBarrier();
@@ -572,14 +550,8 @@ public final class MoeKernels {
                 expertNumTokens.setInt(l, counts[l]);
             }
         }
-        if (flaggedRows != 0 && FlaggedRows.flaggedIn(rowsFrom[group])) {
-            FlaggedRows.copyListed(ctx, dispatchFlagged, flag, expertX, expertXScale, copies, copySlot, copyExpert,
-                    copyRow, capacity, xBytes, scalesPerToken, rowBytes, errors, timeoutNanos, rank,
-                    group * groupSize + rank % groupSize, waitTag + group);
-        } else {
-            copyListed(ctx, dispatchRecv, expertX, expertXScale, copies, copySlot, copyExpert, copyRow, capacity,
-                    xBytes, scalesPerToken, rowBytes);
-        }
+        copyListed(ctx, dispatchRecv, expertX, expertXScale, copies, copySlot, copyExpert, copyRow, capacity, xBytes,
+                scalesPerToken, rowBytes);
     }
 
     /**
@@ -930,7 +902,7 @@ public final class MoeKernels {
     static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int idsBase, int chunk,
                                Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask,
                                int lo, int hi, long firstRow, int xBytes, int scalesPerToken, int topK,
-                               int firstExpert, int rowBytes, int quantizeFrom, int flag) {
+                               int firstExpert, int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
         int width = teamWidth(threads, hi - lo);
         int team = ctx.localIdx() / width;
@@ -953,18 +925,14 @@ public final class MoeKernels {
                 // the lane's first scale is loaded before the token's pieces, so both are in flight
                 // together: a decode row costs one round trip to memory, not one more for its scales
                 int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
-                if (flag == 0) {
-                    copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
-                } else {
-                    FlaggedRows.copyPieces(ctx, dispatchSend, rowByte >> 2, x, srcPiece, pieces, lane, width, flag);
-                }
+                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
                 for (int i = lane; i < copiedScaleWords; i += width) {
                     int bits = laneScale;
                     if (i != lane) {
                         bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
                     }
-                    FlaggedRows.store(ctx, dispatchSend, scaleWord + i, bits, flag);
+                    dispatchSend.setInt(scaleWord + i, bits);
                 }
                 long metaWord = (rowByte + metaOffset) >> 2;
                 for (int i = lane; i < metaWords; i += width) {
@@ -976,7 +944,7 @@ public final class MoeKernels {
                     } else if (i - 2 < rowPairs[r]) {
                         value = nthLocalExpert(chunkIds, idsBase + (t - chunk) * topK, topK, firstExpert, rowMask[r], i - 2);
                     }
-                    FlaggedRows.store(ctx, dispatchSend, metaWord + i, value, flag);
+                    dispatchSend.setInt(metaWord + i, value);
                 }
             }
         }

@@ -274,10 +274,6 @@ final class Intrinsics {
         def(CTX, "systemFence", "()V", c -> c.f().op("fence.acq_rel.sys"));
         def(CTX, "storeRelease", "(" + B + "JJ)V", c -> c.f().op("st.release.sys.global.u64 ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
-        def(CTX, "storeRelaxed", "(" + B + "JJ)V", c -> c.f().op("st.relaxed.sys.global.u64 ["
-                + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
-        def(CTX, "loadRelaxed", "(" + B + "J)J", c -> c.f().op("ld.relaxed.sys.global.u64 " + c.result() + ", ["
-                + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "]"));
 
         // ---- Buf accessors: element index in units of the type's width ----
         load("getByte", "(J)B", "s8", 0);

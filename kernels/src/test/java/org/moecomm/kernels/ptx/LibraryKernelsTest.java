@@ -13,7 +13,6 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.moecomm.kernels.api.Kernel;
@@ -85,29 +84,23 @@ class LibraryKernelsTest {
 
     /**
      * Dispatch send as the protocol launches it: without quantisation (-1) the quantising copy folds
-     * away (no division, no fp8 conversion); quantising bf16 or fp16 tokens, ptxas accepts it. With
-     * flagged rows (decode) the relaxed system-scope stores of {@code FlaggedRows} are compiled in,
-     * without them they fold away.
+     * away (no division, no fp8 conversion); quantising bf16 or fp16 tokens, ptxas accepts it.
      */
-    @ParameterizedTest(name = "quantizeFrom={0} flaggedRows={1}")
-    @CsvSource({"-1, 0", "-1, 1", "0, 0", "1, 0"})
-    void dispatchSendCompilesSpecialisedForEachQuantisation(int quantizeFrom, int flaggedRows) throws Exception {
+    @ParameterizedTest(name = "quantizeFrom={0}")
+    @ValueSource(ints = {-1, 0, 1})
+    void dispatchSendCompilesSpecialisedForEachQuantisation(int quantizeFrom) throws Exception {
         Kernel send = library().filter(k -> k.name().equals("dispatchSend")).findFirst().orElse(null);
         Assumptions.assumeTrue(send != null, ROUND_KERNELS + " is not on the class path");
         int[] positions = send.specializedPositions();
-        assertEquals(3, positions.length, "topK, quantizeFrom and flaggedRows are dispatch send's specialised parameters");
-        Object[] args = new Object[positions[2] + 1];
+        assertEquals(2, positions.length, "topK and quantizeFrom are dispatch send's specialised parameters");
+        Object[] args = new Object[positions[1] + 1];
         args[positions[0]] = 8; // topK of DeepSeek-V3: the routing loops unroll
         args[positions[1]] = quantizeFrom;
-        args[positions[2]] = flaggedRows;
         PtxKernel k = PtxCompiler.hopper().compile(send.specializedFor(positions, args));
         boolean quantizes = k.ptx().contains("div.rn.f32") && k.ptx().contains("cvt.rn.satfinite.e4m3x2.f32");
         assertEquals(quantizeFrom >= 0, quantizes, "the quantising copy is compiled in exactly when asked for");
-        assertEquals(flaggedRows != 0, k.ptx().contains("st.relaxed.sys.global.u64"),
-                "the flagged rows' stores are compiled in exactly when asked for");
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
-        assertTrue(r.ok(), () -> "ptxas rejected dispatchSend for quantizeFrom " + quantizeFrom + ", flaggedRows "
-                + flaggedRows + ":\n" + r.output());
+        assertTrue(r.ok(), () -> "ptxas rejected dispatchSend for quantizeFrom " + quantizeFrom + ":\n" + r.output());
     }
 
     /**
@@ -116,22 +109,18 @@ class LibraryKernelsTest {
      * path's tables fold away with its branch; both together would take the counted path's
      * prefill grid from eight resident blocks per SM to five).
      */
-    @ParameterizedTest(name = "orderedSlots={0} flaggedRows={1}")
-    @CsvSource({"0, 0", "1, 0", "1, 1"})
-    void dispatchRecvCompilesSpecialisedForEachSlotOrder(int orderedSlots, int flaggedRows) throws Exception {
+    @ParameterizedTest(name = "orderedSlots={0}")
+    @ValueSource(ints = {0, 1})
+    void dispatchRecvCompilesSpecialisedForEachSlotOrder(int orderedSlots) throws Exception {
         Kernel recv = library().filter(k -> k.name().equals("dispatchRecv")).findFirst().orElse(null);
         Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
         int[] positions = recv.specializedPositions();
-        assertEquals(2, positions.length, "orderedSlots and flaggedRows are dispatch recv's specialised parameters");
-        Object[] args = new Object[positions[1] + 1];
+        assertEquals(1, positions.length, "orderedSlots is dispatch recv's specialised parameter");
+        Object[] args = new Object[positions[0] + 1];
         args[positions[0]] = orderedSlots;
-        args[positions[1]] = flaggedRows;
         PtxKernel k = PtxCompiler.hopper().compile(recv.specializedFor(positions, args));
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
-        assertTrue(r.ok(), () -> "ptxas rejected dispatchRecv for orderedSlots " + orderedSlots + ", flaggedRows "
-                + flaggedRows + ":\n" + r.output());
-        // a source's flagged rows are read with relaxed system-scope loads; plain rows never are
-        assertEquals(flaggedRows != 0, k.ptx().contains("ld.relaxed.sys.global.u64"), "flagged reads");
+        assertTrue(r.ok(), () -> "ptxas rejected dispatchRecv for orderedSlots " + orderedSlots + ":\n" + r.output());
         // the module's static shared arrays, as the PTX declares them
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\.shared \\.align 16 \\.b(32|64) \\S+\\[(\\d+)\\]")
                 .matcher(k.ptx());

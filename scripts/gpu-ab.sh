@@ -70,6 +70,7 @@ while IFS='|' read -r label dir opts args kargs; do
   mps_between "before run $label"
   MOECOMM_NVSHMEM_DEVFNS="$devfns" JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
     LAUNCH_BENCH=0 PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
+    PHASE_RECORDED_BY="bash scripts/gpu-ab.sh, AB_SPECS line $label (variant $dir${opts:+, JAVA_TOOL_OPTIONS $opts})" \
     bash scripts/gpu-bench.sh > "$ab/ab/ab-$label.log" 2>&1
   echo "== $label ($dir; ${opts:-no options}; ${kargs:-$args}; device functions ${devfns##*/}): exit status $?"
   for f in "$run"/*-gpu-phases*.json; do

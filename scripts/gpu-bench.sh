@@ -147,6 +147,8 @@ fi
 #   PHASE_LAUNCH_TIMEOUT_S   limit for each launch of the rank processes, one per preset (default 600 s)
 #   PHASE_WORLDS             the worlds swept, one file each (default "4 2")
 #   PHASE_WARMUP             untimed rounds per configuration (default 200)
+#   PHASE_RECORDED_BY        what ran this step, for the files' "command" field (default: bash scripts/gpu-nvshmem-check.sh;
+#                            scripts/gpu-ab.sh names itself and the A/B line)
 #   KERNEL_BENCH=0           skip the kernel benchmark
 #   PHASE_DEMO=0             skip the GPU demo run after the sweep (`moecomm demo --backend gpu`, 120 s limit)
 # Exit status of the script: the kernel benchmark's when it failed, else the launch-cost step's when it
@@ -167,7 +169,7 @@ else
   gpu_label=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | awk '{print tolower($NF)}')
   for w in ${PHASE_WORLDS:-4 2}; do
     mps_between "before the per-phase benchmark, W=$w"
-    phase_recorded="bash scripts/gpu-nvshmem-check.sh (gpu-bench.sh step: moecomm bench --backend gpu --world $w${warmup_args[*]:+ ${warmup_args[*]}}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
+    phase_recorded="${PHASE_RECORDED_BY:-bash scripts/gpu-nvshmem-check.sh} (gpu-bench.sh step: moecomm bench --backend gpu --world $w${warmup_args[*]:+ ${warmup_args[*]}}${PHASE_BENCH_ARGS:+ $PHASE_BENCH_ARGS})"
     echo "== per-phase benchmark: $phase_recorded"
     timeout -k 10 "${PHASE_BENCH_TIMEOUT_S:-900}" "$java" "${java_opts[@]}" -cp "$classpath" \
       org.moecomm.bench.Main bench --backend gpu --world "$w" --launch-timeout "${PHASE_LAUNCH_TIMEOUT_S:-600}" \

@@ -43,9 +43,12 @@ final class ResultCharts {
     static Path phaseLatency(Path dir, int world, List<JsonNode> ours, List<JsonNode> reference, String referenceName)
             throws IOException {
         XYSeriesCollection data = new XYSeriesCollection();
+        // the GPUs in the legend: the reference's figures may be of another card than ours
+        String ourGpu = gpuOf(ours);
+        String referenceGpu = gpuOf(reference);
         for (String half : List.of("dispatch", "combine")) {
             for (LaunchMode mode : LaunchMode.values()) {
-                XYSeries s = new XYSeries("ours " + half + " (" + mode.label() + ")");
+                XYSeries s = new XYSeries("ours " + half + " (" + mode.label() + ourGpu + ")");
                 for (JsonNode r : ours) {
                     if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())
                             && PhaseJson.launch(r) == mode && r.hasNonNull(half + "MedianUs")) {
@@ -56,7 +59,8 @@ final class ResultCharts {
                     data.addSeries(s);
                 }
             }
-            XYSeries ref = new XYSeries(referenceName + " " + half);
+            XYSeries ref = new XYSeries(referenceName + " " + half + (referenceGpu.isEmpty() ? ""
+                    : " (" + referenceGpu.substring(2) + ")"));
             for (JsonNode r : reference) {
                 if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())) {
                     ref.add(r.path("tokens").asInt(), r.get(half + "MedianUs").asDouble());
@@ -80,6 +84,26 @@ final class ResultCharts {
         }
         plot.setRenderer(renderer);
         return write(chart, dir.resolve("phase-latency-w" + world + ".png"));
+    }
+
+    /**
+     * ", " and the short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}:
+     * H100; several: joined by "/"); empty when no line names one.
+     */
+    static String gpuOf(List<JsonNode> lines) {
+        List<String> names = lines.stream().map(r -> r.path("gpu").asText("")).filter(g -> !g.isBlank())
+                .map(ResultCharts::shortGpuName).distinct().toList();
+        return names.isEmpty() ? "" : ", " + String.join("/", names);
+    }
+
+    /** The model in a GPU's name: its first word of letters then digits (H100, A100, B200), else the whole name. */
+    static String shortGpuName(String name) {
+        for (String word : name.split("\\s+")) {
+            if (word.matches("[A-Za-z]+[0-9]+[A-Za-z0-9]*")) {
+                return word;
+            }
+        }
+        return name.strip();
     }
 
     /**

@@ -54,6 +54,14 @@ public interface Transport extends AutoCloseable {
      */
     boolean mapped(SymmetricBuffer buffer, int peer);
 
+    /**
+     * The byte offset of {@code peer}'s copy of {@code buffer} from this rank's, as this rank's
+     * kernels address them: what {@code KernelContext.peerBuf(symmetric, pe, peerOffsets)} adds
+     * (the GPU: {@code nvshmem_ptr} minus the local address). 0 where the peer is not
+     * {@link #mapped}, and on a backend whose kernels reach peers otherwise (the JVM's).
+     */
+    long peerOffset(SymmetricBuffer buffer, int peer);
+
     /** Collective and bounded by the transport's timeout: all ranks arrive before any leaves. */
     void barrier();
 

@@ -88,6 +88,14 @@ final class CpuTransport implements Transport {
         return true;
     }
 
+    /** 0: the CPU kernel context reaches a peer's copy through {@code PeerMemory}, not by an offset. */
+    @Override
+    public long peerOffset(SymmetricBuffer buffer, int peer) {
+        checkPeer(peer);
+        sym(buffer);
+        return 0;
+    }
+
     @Override
     public int rank() {
         return rank;

@@ -94,6 +94,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Buf roundState;
     private final Buf slotCounts;
     private final Buf peerModes;
+    private final Buf peerOffsets;
     private final Buf pairLocation;
     private final Buf pairsFromGroup;
     private final Buf expertOrigin;
@@ -159,6 +160,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.roundState = zeroed(layout.roundStateBytes());
         this.slotCounts = zeroed(layout.slotCountsBytes());
         this.peerModes = memory.allocate(layout.peerModesBytes());
+        this.peerOffsets = memory.allocate(layout.peerOffsetsBytes());
         this.pairLocation = memory.allocate(layout.pairLocationBytes());
         this.pairsFromGroup = memory.allocate(layout.pairsFromGroupBytes());
         this.expertOrigin = memory.allocate(layout.expertOriginBytes());
@@ -176,6 +178,19 @@ public final class AllToAllProtocol implements MoeAllToAll {
         }
         this.anyPut = puts > 0 ? 1 : 0;
         memory.copyFromHost(peerModes, 0, MemorySegment.ofArray(modes));
+        // the kernels add these to their own addresses instead of calling nvshmem_ptr (one load, no call)
+        long[] offsets = new long[AllToAllKernels.OFFSETS_ROWS * config.worldSize()];
+        SymmetricBuffer[] rows = new SymmetricBuffer[AllToAllKernels.OFFSETS_ROWS];
+        rows[AllToAllKernels.OFFSETS_DISPATCH_RECV] = dispatchRecv;
+        rows[AllToAllKernels.OFFSETS_COMBINE_RECV] = combineRecv;
+        rows[AllToAllKernels.OFFSETS_SIGNALS] = signals;
+        for (int row = 0; row < rows.length; row++) {
+            for (int peer = 0; peer < config.worldSize(); peer++) {
+                offsets[row * config.worldSize() + peer] = modes[peer] == AllToAllKernels.PEER_DIRECT
+                        ? transport.peerOffset(rows[row], peer) : 0;
+            }
+        }
+        memory.copyFromHost(peerOffsets, 0, MemorySegment.ofArray(offsets));
         // the kernels' waits report tag waitTag + signal word index
         String[] names = new String[layout.signalCount()];
         for (int g = 0; g < config.numGroups(); g++) {
@@ -326,7 +341,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] dispatchSendArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens) {
         return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
-                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, layout.xBytes(),
+                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, peerOffsets,
+                layout.xBytes(),
                 config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
                 layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
                 inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1};
@@ -404,7 +420,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] combineSendArgs(Buf expertY, Buf counts) {
         return new Object[] {expertY, counts, expertOrigin, combineSend.local(), combineRecv.local(), signals.local(),
-                pairsFromGroup, roundState, peerModes, waitErrors, config.waitTimeout().toNanos(), waitTag,
+                pairsFromGroup, roundState, peerModes, peerOffsets, waitErrors, config.waitTimeout().toNanos(), waitTag,
                 rank, config.worldSize(), config.groupSize(), layout.yBytes(), config.expertCapacity(),
                 layout.pairsPerRegion(), anyPut};
     }

@@ -152,6 +152,14 @@ public final class BufferLayout {
         return 4L * config.worldSize();
     }
 
+    /**
+     * {@code peerOffsets [3][W]} int64: every peer's copy of dispatchRecv, combineRecv and the
+     * signals as an offset from this rank's ({@code AllToAllKernels.OFFSETS_*}).
+     */
+    public long peerOffsetsBytes() {
+        return 8L * AllToAllKernels.OFFSETS_ROWS * config.worldSize();
+    }
+
     /** {@code pairLocation [M][K]} int32. */
     public long pairLocationBytes() {
         return 4L * config.maxTokensPerRank() * config.topK();
@@ -174,7 +182,8 @@ public final class BufferLayout {
 
     /** Local bytes per rank (the buffers above plus a small dummy buffer). */
     public long localBytes() {
-        return roundStateBytes() + slotCountsBytes() + peerModesBytes() + pairLocationBytes() + pairsFromGroupBytes()
+        return roundStateBytes() + slotCountsBytes() + peerModesBytes() + peerOffsetsBytes() + pairLocationBytes()
+                + pairsFromGroupBytes()
                 + expertOriginBytes() + numTokensBytes() + DUMMY_BYTES;
     }
 

@@ -156,6 +156,13 @@ public final class GpuTransport implements Transport {
         return exec.registerConsecutive(names);
     }
 
+    /** {@code nvshmem_ptr} minus this PE's address of {@code buffer}; 0 where the peer is not mapped. */
+    @Override
+    public long peerOffset(SymmetricBuffer buffer, int peer) {
+        long address = peerAddress(buffer, peer);
+        return address == 0 ? 0 : address - sym(buffer).address();
+    }
+
     /** {@code nvshmem_ptr} is not null: the peer is on this GPU or reached over NVLink / P2P. */
     @Override
     public boolean mapped(SymmetricBuffer buffer, int peer) {

@@ -155,6 +155,17 @@ public interface KernelContext {
     Buf peerBuf(Buf symmetric, int pe);
 
     /**
+     * {@link #peerBuf(Buf, int)} from a table the host filled: {@code peerOffsets} (int64
+     * {@code [W]}) holds, for every PE, the byte offset of its copy of {@code symmetric}'s buffer
+     * from this PE's as this kernel addresses them ({@code nvshmem_ptr} minus the local address,
+     * taken once on the host). On the GPU it is one load in flight with the kernel's others, where
+     * {@link #peerBuf(Buf, int)} is a call of a device function that waits for the loads before it
+     * and that the loads after it wait for. On the JVM the table is not read ({@code PeerMemory}).
+     * The same rules hold: only for a peer the host found mapped.
+     */
+    Buf peerBuf(Buf symmetric, int pe, Buf peerOffsets);
+
+    /**
      * Block-collective, non-blocking put ({@code nvshmemx_putmem_nbi_block}): copies {@code bytes}
      * from {@code src} to {@code pe}'s copy of the symmetric {@code dst}. The copy is complete
      * (visible at {@code pe}) only after {@link #quiet()}; until then {@code src} must not change.

@@ -231,6 +231,11 @@ final class CpuKernelContext implements KernelContext {
     }
 
     @Override
+    public Buf peerBuf(Buf symmetric, int pe, Buf peerOffsets) {
+        return peerBuf(symmetric, pe); // the JVM's peers are PeerMemory's segments, not addresses
+    }
+
+    @Override
     public Buf peerBuf(Buf symmetric, int pe) {
         peers("peerBuf");
         return block.onPeer(symmetric, pe);

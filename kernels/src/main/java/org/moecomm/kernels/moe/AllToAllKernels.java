@@ -36,7 +36,8 @@ import org.moecomm.kernels.api.Specialize;
  * "Progress").
  *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
- * rows are stored straight into its buffer through {@code peerBuf}; elsewhere
+ * rows are stored straight into its buffer through {@code peerBuf}, its address from the host's
+ * table ({@code peerOffsets}); elsewhere
  * ({@link #PEER_PUT}: InfiniBand, EFA, or forced) they are written to the symmetric staging area
  * and put with NVSHMEM's non-blocking puts.
  */
@@ -57,6 +58,18 @@ public final class AllToAllKernels {
      * y (the one whose tokens end at m) for the block that raises the signal.
      */
     public static final int STATE_DESTINATIONS = 8;
+
+    /**
+     * Rows of {@code peerOffsets} (int64 {@code [3][W]}, host-filled: {@code Transport.peerOffset}):
+     * the offsets of every peer's copy of {@code dispatchRecv}, {@code combineRecv} and the signals.
+     */
+    public static final int OFFSETS_DISPATCH_RECV = 0;
+    /** Row of {@code peerOffsets}: {@code combineRecv}. */
+    public static final int OFFSETS_COMBINE_RECV = 1;
+    /** Row of {@code peerOffsets}: the signal words. */
+    public static final int OFFSETS_SIGNALS = 2;
+    /** Rows of {@code peerOffsets}. */
+    public static final int OFFSETS_ROWS = 3;
 
     /** {@code peerModes} value: the peer's memory is mapped; store into it directly. */
     public static final int PEER_DIRECT = 1;
@@ -82,22 +95,26 @@ public final class AllToAllKernels {
      *
      * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
      * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
+     * @param peerOffsets int64 {@code [OFFSETS_ROWS][W]}: the peers' copies of the symmetric buffers
+     *                    ({@link KernelContext#peerBuf(Buf, int, Buf)}), filled once by the host
      * @param quantizeFrom -1, or the dtype code (bf16, fp16) of x's tokens, which the rows then carry quantised
      *                     to fp8-e4m3 with block scales ({@link MoeKernels#finishShare}; xBytes = H)
      */
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
-                                    Buf inputReport, Buf state, Buf peerModes, int xBytes, int scalesPerToken,
-                                    @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
+                                    Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
+                                    int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
                                     int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
                                     @Specialize int quantizeFrom) {
         int dest = ctx.groupIdx();
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
-        // resolved before the mode is known (unused for a put peer): the two loads and the device
-        // call are in flight together, where resolving after the mode's load waits for it first
-        Buf peerRecv = ctx.peerBuf(dispatchRecv, dest);
+        // resolved before the mode is known (unused for a put peer): from the host's table, a load
+        // in flight with the round's and the mode's (nvshmem_ptr's call waited for them, and the
+        // ids' loads after it waited for the call)
+        int world = ctx.numGroupsX();
+        Buf peerRecv = ctx.peerBuf(dispatchRecv, dest, offsetsRow(peerOffsets, OFFSETS_DISPATCH_RECV, world));
         long round = stateRound + 1;
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
@@ -118,7 +135,8 @@ public final class AllToAllKernels {
         // One block serving a mapped destination (decode) signals it with a release store: the
         // thread that stores resolves the peer's signal words while the block's last copies drain.
         boolean releaseSignal = direct && ctx.numGroupsY() == 1;
-        Buf peerSignals = releaseSignal && ctx.localIdx() == 0 ? ctx.peerBuf(signals, dest) : signals;
+        Buf peerSignals = releaseSignal && ctx.localIdx() == 0
+                ? ctx.peerBuf(signals, dest, offsetsRow(peerOffsets, OFFSETS_SIGNALS, world)) : signals;
         if (putPeer >= 0) {
             ctx.quiet();
         }
@@ -277,7 +295,7 @@ public final class AllToAllKernels {
      */
     public static void combineSend(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin,
                                    Buf combineSend, Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state,
-                                   Buf peerModes, Buf errors, long timeoutNanos, int waitTag, int rank,
+                                   Buf peerModes, Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag, int rank,
                                    int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
                                    int anyPut) {
         long round = state.getLong(STATE_ROUND);
@@ -319,7 +337,8 @@ public final class AllToAllKernels {
                 for (int i = 0; i < groupSize; i++) {
                     int s = g * groupSize + i;
                     int mode = peerModes.getInt(s);
-                    Buf peerRecv = ctx.peerBuf(combineRecv, s); // beside the mode's load, as in dispatchSend
+                    // beside the mode's load, from the host's table as in dispatchSend
+                    Buf peerRecv = ctx.peerBuf(combineRecv, s, offsetsRow(peerOffsets, OFFSETS_COMBINE_RECV, worldSize));
                     if (mode == PEER_DIRECT) {
                         MoeKernels.copyPieces(peerRecv, recvRow * pieces, expertY, row * pieces, pieces, lane,
                                 width);
@@ -400,6 +419,11 @@ public final class AllToAllKernels {
                 ctx.signalSet(signals.slice(word, 8), round, d);
             }
         }
+    }
+
+    /** Row {@code row} of {@code peerOffsets}: one int64 offset per PE. */
+    static Buf offsetsRow(Buf peerOffsets, int row, int worldSize) {
+        return peerOffsets.slice(8L * row * worldSize, 8L * worldSize);
     }
 
     /**

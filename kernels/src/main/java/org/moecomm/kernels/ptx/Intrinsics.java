@@ -266,6 +266,15 @@ final class Intrinsics {
             String generic = DeviceFunctions.call(c.f(), DeviceFunctions.PTR, List.of(c.arg(1), c.arg(2)), true);
             c.f().op("cvta.to.global.u64 " + c.result() + ", " + generic);
         });
+        def(CTX, "peerBuf", "(" + B + "I" + B + ")" + B, c -> {
+            // the symmetric address plus the host's offset for pe: a load and an add, no call
+            PtxFunction f = c.f();
+            String pe = f.tmp("b64");
+            f.op("cvt.s64.s32 " + pe + ", " + c.arg(2));
+            String offset = f.tmp("b64");
+            f.op("ld.global.u64 " + offset + ", [" + elementAddress(f, c.arg(3), pe, 3) + "]");
+            f.op("add.s64 " + c.result() + ", " + c.arg(1) + ", " + offset);
+        });
         def(CTX, "putBlockNbi", "(" + B + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.PUT_NBI_BLOCK,
                 List.of(c.arg(1), c.arg(2), c.arg(3), c.arg(4)), true, true));
         def(CTX, "putWarpNbi", "(" + B + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.PUT_NBI_WARP,

@@ -56,6 +56,25 @@ class DeviceFunctionCallsTest {
         }
     }
 
+    /**
+     * The round kernels that store into mapped peers take the peers' addresses from the host's
+     * table ({@code peerBuf(symmetric, pe, peerOffsets)}: a load and an add), not from
+     * {@code nvshmem_ptr}'s device function, which the loads around it would wait for.
+     */
+    @Test
+    void theRoundKernelsResolvePeersFromTheHostsTableWithoutACall() {
+        for (String name : List.of("dispatchSend", "combineSend")) {
+            PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
+            assertTrue(!k.deviceFunctions().contains(DeviceFunctions.PTR.name()), name + " calls " + k.deviceFunctions());
+            assertTrue(!k.ptx().contains("call (callr), mnvd_ptr"), name);
+        }
+        PtxKernel send = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, "dispatchSend"));
+        // pe widened, scaled to the table's int64 entry, loaded, added to the symmetric address
+        assertTrue(Pattern.compile("cvt\\.s64\\.s32 (%\\w+), %\\w+;\\s*shl\\.b64 (%\\w+), \\1, 3;\\s*add\\.s64 (%\\w+), "
+                + "%\\w+, \\2;\\s*ld\\.global\\.u64 (%\\w+), \\[\\3\\];\\s*add\\.s64 %\\w+, %\\w+, \\4;")
+                .matcher(send.ptx()).find(), "no table lookup in dispatchSend:\n" + send.ptx());
+    }
+
     @Test
     void kernelsWithoutCommunicationCallNoDeviceFunction() {
         PtxKernel pack = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(MoeKernels.class, "pack"));

@@ -342,9 +342,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private Object[] dispatchSendArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens) {
         return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
                 pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, peerOffsets,
-                layout.xBytes(),
-                config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(), rank,
-                layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
+                layout.xBytes(), config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(),
+                rank, layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
                 inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1};
     }
 

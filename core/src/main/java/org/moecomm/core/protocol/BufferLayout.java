@@ -183,8 +183,7 @@ public final class BufferLayout {
     /** Local bytes per rank (the buffers above plus a small dummy buffer). */
     public long localBytes() {
         return roundStateBytes() + slotCountsBytes() + peerModesBytes() + peerOffsetsBytes() + pairLocationBytes()
-                + pairsFromGroupBytes()
-                + expertOriginBytes() + numTokensBytes() + DUMMY_BYTES;
+                + pairsFromGroupBytes() + expertOriginBytes() + numTokensBytes() + DUMMY_BYTES;
     }
 
     /** Size of the placeholder passed for unused buffer parameters (xScale without scales). */

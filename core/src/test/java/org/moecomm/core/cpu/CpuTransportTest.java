@@ -60,6 +60,28 @@ class CpuTransportTest {
         }
     }
 
+    /**
+     * Every peer is mapped on the JVM, at offset 0: the CPU kernel context finds a peer's copy
+     * through its PeerMemory, not by adding an offset. A rank outside the world is refused.
+     */
+    @Test
+    void everyPeerIsMappedAtOffsetZeroAndAnUnknownPeerIsRefused() {
+        try (CpuCluster cluster = CpuCluster.create(2)) {
+            CpuTransport t0 = transport(cluster, 0, TIMEOUT);
+            CpuTransport t1 = transport(cluster, 1, TIMEOUT);
+            SymmetricBuffer a0 = t0.allocateSymmetric(64);
+            t1.allocateSymmetric(64);
+            for (int peer = 0; peer < 2; peer++) {
+                assertTrue(t0.mapped(a0, peer));
+                assertEquals(0, t0.peerOffset(a0, peer));
+            }
+            assertThrows(IllegalArgumentException.class, () -> t0.peerOffset(a0, 2));
+            assertThrows(IllegalArgumentException.class, () -> t0.peerOffset(a0, -1));
+            t0.close();
+            t1.close();
+        }
+    }
+
     /** A buffer is freed when the last rank's transport closes; a closed transport allocates nothing. */
     @Test
     void closeReleasesTheRanksShareAndRefusesAllocationsAfterwards() {

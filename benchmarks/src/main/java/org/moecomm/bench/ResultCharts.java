@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Collectors;
 import org.jfree.chart.ChartFactory;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
@@ -48,7 +49,8 @@ final class ResultCharts {
         String referenceGpu = gpuOf(reference);
         for (String half : List.of("dispatch", "combine")) {
             for (LaunchMode mode : LaunchMode.values()) {
-                XYSeries s = new XYSeries("ours " + half + " (" + mode.label() + ourGpu + ")");
+                XYSeries s = new XYSeries("ours " + half + " (" + mode.label()
+                        + (ourGpu.isEmpty() ? "" : ", " + ourGpu) + ")");
                 for (JsonNode r : ours) {
                     if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())
                             && PhaseJson.launch(r) == mode && r.hasNonNull(half + "MedianUs")) {
@@ -59,8 +61,8 @@ final class ResultCharts {
                     data.addSeries(s);
                 }
             }
-            XYSeries ref = new XYSeries(referenceName + " " + half + (referenceGpu.isEmpty() ? ""
-                    : " (" + referenceGpu.substring(2) + ")"));
+            XYSeries ref = new XYSeries(referenceName + " " + half
+                    + (referenceGpu.isEmpty() ? "" : " (" + referenceGpu + ")"));
             for (JsonNode r : reference) {
                 if (r.path("world").asInt() == world && PRESET.equals(r.path("preset").asText())) {
                     ref.add(r.path("tokens").asInt(), r.get(half + "MedianUs").asDouble());
@@ -87,13 +89,12 @@ final class ResultCharts {
     }
 
     /**
-     * ", " and the short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}:
-     * H100; several: joined by "/"); empty when no line names one.
+     * The short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}: H100;
+     * several: joined by "/"); empty when no line names one.
      */
     static String gpuOf(List<JsonNode> lines) {
-        List<String> names = lines.stream().map(r -> r.path("gpu").asText("")).filter(g -> !g.isBlank())
-                .map(ResultCharts::shortGpuName).distinct().toList();
-        return names.isEmpty() ? "" : ", " + String.join("/", names);
+        return lines.stream().map(r -> r.path("gpu").asText("")).filter(g -> !g.isBlank())
+                .map(ResultCharts::shortGpuName).distinct().collect(Collectors.joining("/"));
     }
 
     /** The model in a GPU's name: its first word of letters then digits (H100, A100, B200), else the whole name. */

@@ -274,9 +274,9 @@ class ReportCommandTest {
         assertEquals("H100", ResultCharts.shortGpuName("NVIDIA H100 80GB HBM3"));
         assertEquals("H200", ResultCharts.shortGpuName("NVIDIA H200"));
         assertEquals("some card", ResultCharts.shortGpuName(" some card "));
-        assertEquals(", H100", ResultCharts.gpuOf(List.of(JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"),
+        assertEquals("H100", ResultCharts.gpuOf(List.of(JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"),
                 JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"))));
-        assertEquals(", H100/H200", ResultCharts.gpuOf(List.of(JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"),
+        assertEquals("H100/H200", ResultCharts.gpuOf(List.of(JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"),
                 JSON.readTree("{\"gpu\":\"NVIDIA H200\"}"))));
         assertEquals("", ResultCharts.gpuOf(List.of(JSON.readTree("{\"preset\":\"deepseek-v3\"}"))));
     }

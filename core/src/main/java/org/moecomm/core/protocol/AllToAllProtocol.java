@@ -178,19 +178,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         }
         this.anyPut = puts > 0 ? 1 : 0;
         memory.copyFromHost(peerModes, 0, MemorySegment.ofArray(modes));
-        // the kernels add these to their own addresses instead of calling nvshmem_ptr (one load, no call)
-        long[] offsets = new long[AllToAllKernels.OFFSETS_ROWS * config.worldSize()];
-        SymmetricBuffer[] rows = new SymmetricBuffer[AllToAllKernels.OFFSETS_ROWS];
-        rows[AllToAllKernels.OFFSETS_DISPATCH_RECV] = dispatchRecv;
-        rows[AllToAllKernels.OFFSETS_COMBINE_RECV] = combineRecv;
-        rows[AllToAllKernels.OFFSETS_SIGNALS] = signals;
-        for (int row = 0; row < rows.length; row++) {
-            for (int peer = 0; peer < config.worldSize(); peer++) {
-                offsets[row * config.worldSize() + peer] = modes[peer] == AllToAllKernels.PEER_DIRECT
-                        ? transport.peerOffset(rows[row], peer) : 0;
-            }
-        }
-        memory.copyFromHost(peerOffsets, 0, MemorySegment.ofArray(offsets));
+        memory.copyFromHost(peerOffsets, 0, MemorySegment.ofArray(peerOffsetTable()));
         // the kernels' waits report tag waitTag + signal word index
         String[] names = new String[layout.signalCount()];
         for (int g = 0; g < config.numGroups(); g++) {
@@ -240,6 +228,26 @@ public final class AllToAllProtocol implements MoeAllToAll {
                     combineSendGrid, runner.residentBlocks(COMBINE_SEND, threads, combineSendArgs(dummy, dummy)),
                     combineRecvGrid, runner.residentBlocks(COMBINE_RECV, threads, combineRecvArgs(dummy, numTokens, dummy)));
         }
+    }
+
+    /**
+     * {@code peerOffsets} ({@link BufferLayout#peerOffsetsBytes}): each peer's copy of the buffers the
+     * kernels store into, as an offset the kernels add to their own address instead of calling
+     * {@code nvshmem_ptr} (one load, no call); an entry of a peer the kernels reach by puts is never read.
+     */
+    private long[] peerOffsetTable() {
+        SymmetricBuffer[] rows = new SymmetricBuffer[AllToAllKernels.OFFSETS_ROWS];
+        rows[AllToAllKernels.OFFSETS_DISPATCH_RECV] = dispatchRecv;
+        rows[AllToAllKernels.OFFSETS_COMBINE_RECV] = combineRecv;
+        rows[AllToAllKernels.OFFSETS_SIGNALS] = signals;
+        int w = config.worldSize();
+        long[] table = new long[rows.length * w];
+        for (int row = 0; row < rows.length; row++) {
+            for (int peer = 0; peer < w; peer++) {
+                table[row * w + peer] = transport.peerOffset(rows[row], peer);
+            }
+        }
+        return table;
     }
 
     private Buf zeroed(long bytes) {

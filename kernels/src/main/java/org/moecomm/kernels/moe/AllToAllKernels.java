@@ -104,9 +104,9 @@ public final class AllToAllKernels {
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
                                     Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
-                                    int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
-                                    int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
-                                    @Specialize int quantizeFrom) {
+                                    int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize,
+                                    int rank, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
+                                    int checkIds, @Specialize int quantizeFrom) {
         int dest = ctx.groupIdx();
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
@@ -295,9 +295,9 @@ public final class AllToAllKernels {
      */
     public static void combineSend(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin,
                                    Buf combineSend, Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state,
-                                   Buf peerModes, Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag, int rank,
-                                   int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
-                                   int anyPut) {
+                                   Buf peerModes, Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag,
+                                   int rank, int worldSize, int groupSize, int yBytes, int expertCapacity,
+                                   int pairsPerRegion, int anyPut) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
@@ -338,7 +338,8 @@ public final class AllToAllKernels {
                     int s = g * groupSize + i;
                     int mode = peerModes.getInt(s);
                     // beside the mode's load, from the host's table as in dispatchSend
-                    Buf peerRecv = ctx.peerBuf(combineRecv, s, offsetsRow(peerOffsets, OFFSETS_COMBINE_RECV, worldSize));
+                    Buf peerRecv = ctx.peerBuf(combineRecv, s,
+                            offsetsRow(peerOffsets, OFFSETS_COMBINE_RECV, worldSize));
                     if (mode == PEER_DIRECT) {
                         MoeKernels.copyPieces(peerRecv, recvRow * pieces, expertY, row * pieces, pieces, lane,
                                 width);

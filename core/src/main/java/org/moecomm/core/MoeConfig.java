@@ -1,5 +1,6 @@
 package org.moecomm.core;
 
+import org.moecomm.kernels.moe.AllToAllKernels;
 import org.moecomm.kernels.moe.MoeKernels;
 
 import java.time.Duration;
@@ -62,6 +63,10 @@ public record MoeConfig(int maxTokensPerRank, int numExperts, int topK, int hidd
         }
         if (worldSize % groupSize != 0) {
             throw new IllegalArgumentException("worldSize " + worldSize + " is not divisible by groupSize " + groupSize);
+        }
+        if (worldSize / groupSize > AllToAllKernels.MAX_GROUPS) {
+            throw new IllegalArgumentException("worldSize / groupSize = " + worldSize / groupSize + " groups exceeds "
+                    + AllToAllKernels.MAX_GROUPS + ", the most the combine kernel counts rows for");
         }
         if (numExperts % worldSize != 0) {
             throw new IllegalArgumentException("numExperts " + numExperts + " is not divisible by worldSize " + worldSize);

@@ -210,6 +210,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() / MoeKernels.REDUCE_QUAD + threads - 1) / threads));
         this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, threads);
+        if ((long) tokenBlocks * hiddenBlocks > AllToAllKernels.DONE_PER_ROUND) {
+            // each block's share of a round's combine-done must be at least 1 (AllToAllKernels.doneShare)
+            throw new IllegalStateException("combine recv grid " + combineRecvGrid + " exceeds "
+                    + AllToAllKernels.DONE_PER_ROUND + " blocks");
+        }
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
@@ -427,7 +432,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] combineSendArgs(Buf expertY, Buf counts) {
         return new Object[] {expertY, counts, expertOrigin, combineSend.local(), combineRecv.local(), signals.local(),
-                pairsFromGroup, roundState, peerModes, peerOffsets, waitErrors, config.waitTimeout().toNanos(), waitTag,
+                roundState, peerModes, peerOffsets, waitErrors, config.waitTimeout().toNanos(), waitTag,
                 rank, config.worldSize(), config.groupSize(), layout.yBytes(), config.expertCapacity(),
                 layout.pairsPerRegion(), anyPut};
     }
@@ -450,7 +455,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
 
     private Object[] combineRecvArgs(Buf weights, Buf counts, Buf out) {
         return new Object[] {combineRecv.local(), pairLocation, weights, counts, out, signals.local(), roundState,
-                waitErrors, config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
+                peerModes, peerOffsets, waitErrors, config.waitTimeout().toNanos(), waitTag, rank, config.worldSize(),
                 config.numGroups(), config.hidden(), config.maxTokensPerRank(), config.topK(),
                 config.expertOutType().kernelCode(),
                 config.outType().kernelCode()};

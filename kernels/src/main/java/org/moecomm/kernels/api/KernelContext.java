@@ -214,4 +214,13 @@ public interface KernelContext {
      * own lookup of the peer's address.
      */
     void storeRelease(Buf buf, long index, long value);
+
+    /**
+     * One thread: adds {@code delta} to int64 element {@code index} of {@code buf} (local, or a
+     * peer's through {@link #peerBuf}) atomically, as a release for every observer in the system,
+     * like {@link #storeRelease}: into a mapped peer's signal word it is {@link #systemFence()} and
+     * {@link #signalAdd} in one instruction ({@code red.release.sys.add.u64}; on the JVM
+     * {@code getAndAddRelease}), without the signal's own lookup of the peer's address.
+     */
+    void addRelease(Buf buf, long index, long delta);
 }

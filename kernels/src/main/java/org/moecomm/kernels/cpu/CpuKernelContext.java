@@ -291,6 +291,11 @@ final class CpuKernelContext implements KernelContext {
         SEGMENT_LONG.setRelease(buf.segment(), index << 3, value);
     }
 
+    @Override
+    public void addRelease(Buf buf, long index, long delta) {
+        SEGMENT_LONG.getAndAddRelease(buf.segment(), index << 3, delta);
+    }
+
     PeerMemory peers(String call) {
         PeerMemory p = block.peers;
         if (p == null) {

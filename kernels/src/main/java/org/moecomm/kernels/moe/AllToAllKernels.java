@@ -21,19 +21,22 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p><b>Round state on the device.</b> {@code state} (int32 words, zero when the handle is made)
  * holds the number of the round in progress (the int64 at word {@link #STATE_ROUND}), advanced by
- * {@link #dispatchSend}'s last block, and the completion counters of the four grids. Signal values
- * are computed from it ({@code round << 32 | count}), never passed by the host.
+ * {@link #dispatchSend}'s last block, dispatch's completion counters, and the combine rows
+ * expected from each rank so far. Signal values are computed from them, never passed by the host.
  *
- * <p><b>Completion.</b> A signal may only be raised once every block has finished its part, so
- * each grid counts its finished blocks: a block ends with a barrier, its thread 0 makes the
- * block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts;
- * only to the device, {@code globalFence}, in dispatch receive, whose results stay local) and
- * adds one to a counter; the block that brings the counter to the grid size fences again, resets
- * the counter (after the fence, which then need not wait for that store) and raises
- * the signals. A dispatch send with one block per destination (decode) skips the count for its
- * destination's signal: its one block is the last. No block ever waits for another block of its own grid, so the grids need not be
- * resident all at once: a block only waits for other ranks' earlier kernels (docs/protocol.md,
- * "Progress").
+ * <p><b>Completion.</b> A signal may only count what every block that contributed has finished.
+ * The dispatch grids count their finished blocks: a block ends with a barrier, its thread 0 makes
+ * the block's writes visible to the whole system ({@code systemFence}, or {@code quiet} for puts;
+ * only to the device, {@code globalFence}, in dispatch receive, whose results stay local) and adds
+ * one to a counter; the block that brings the counter to the grid size fences again, resets the
+ * counter (after the fence, which then need not wait for that store) and raises the signals
+ * ({@code round << 32 | rows}). A dispatch send with one block per destination (decode) skips the
+ * count: its one block is the last. The combine grids count nothing: each block adds what it
+ * contributed to the peers' signal words itself, with a release ({@link #signalFromBlock}), and the
+ * receiver waits for the sum it expects (combine: the rows, from dispatch's pair counts;
+ * combine-done: {@link #DONE_PER_ROUND} per round). No block ever waits for another block of its
+ * own grid, so the grids need not be resident all at once: a block only waits for other ranks'
+ * earlier kernels (docs/protocol.md, "Progress").
  *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
  * rows are stored straight into its buffer through {@code peerBuf}, its address from the host's
@@ -48,16 +51,33 @@ public final class AllToAllKernels {
     public static final int STATE_DISPATCH_SENT = 2;
     /** Blocks of the current {@link #dispatchRecv} launch that have finished. */
     public static final int STATE_DISPATCH_RECEIVED = 3;
-    /** Blocks of the current {@link #combineSend} launch that have finished. */
-    public static final int STATE_COMBINE_SENT = 4;
-    /** Blocks of the current {@link #combineRecv} launch that have finished. */
-    public static final int STATE_COMBINE_RECEIVED = 5;
     /**
      * int32 {@code [W]} from here: blocks of {@link #dispatchSend} done per destination; then
      * int32 {@code [W]}: the destination's rows of the current launch, written by its last block in
-     * y (the one whose tokens end at m) for the block that raises the signal.
+     * y (the one whose tokens end at m) for the block that raises the signal; then int64
+     * {@code [W]} ({@link #combineExpectedIndex}): the combine rows expected from each rank over
+     * every round so far.
      */
-    public static final int STATE_DESTINATIONS = 8;
+    public static final int STATE_DESTINATIONS = 4;
+
+    /**
+     * What the blocks of one {@link #combineRecv} grid add, together, to each peer's combine-done
+     * word per round (each its share, {@link #doneShare}): the word reaches {@code n * DONE_PER_ROUND}
+     * when round {@code n} is read on every block, whatever the grid's size.
+     */
+    public static final long DONE_PER_ROUND = 1L << 20;
+
+    /**
+     * What block (0, 0) of every rank's {@link #combineSend} adds to every peer's combine word
+     * once per round, beside the rows: a rank that expects no rows from a peer still waits for
+     * it, so a peer has finished its dispatch receive of the round (it reads {@code dispatchRecv},
+     * which the next round's dispatch send rewrites) before the rank's round can end. Above any
+     * round's rows: {@code combine[d]} holds {@code n * COMBINE_PER_ROUND} plus every row so far.
+     */
+    public static final long COMBINE_PER_ROUND = 1L << 32;
+
+    /** Groups (W / G) a {@link #combineSend} block counts its rows for, in shared memory. */
+    public static final int MAX_GROUPS = 1024;
 
     /**
      * Rows of {@code peerOffsets} (int64 {@code [3][W]}, host-filled: {@code Transport.peerOffset}):
@@ -81,7 +101,17 @@ public final class AllToAllKernels {
 
     /** int32 words of {@code state} for {@code worldSize} ranks. */
     public static int stateWords(int worldSize) {
-        return STATE_DESTINATIONS + 2 * worldSize;
+        return STATE_DESTINATIONS + 4 * worldSize;
+    }
+
+    /**
+     * Long index of {@code state}'s first expected-combine-rows counter (one per rank {@code d},
+     * int64): the pairs this rank's group has sent to {@code d}'s experts over every round so far,
+     * which {@code d} returns as combine rows. Added to by {@link #dispatchSend}, read by
+     * {@link #combineRecv}.
+     */
+    public static int combineExpectedIndex(int worldSize) {
+        return (STATE_DESTINATIONS + 2 * worldSize) / 2;
     }
 
     /**
@@ -132,6 +162,7 @@ public final class AllToAllKernels {
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         int rows = (int) packed;
         boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
+        int pairs = (int) (packed >>> MoeKernels.PACK_PAIRS_SHIFT);
         // One block serving a mapped destination (decode) signals it with a release store: the
         // thread that stores resolves the peer's signal words while the block's last copies drain.
         boolean releaseSignal = direct && ctx.numGroupsY() == 1;
@@ -143,7 +174,7 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
             finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows,
-                    allRows);
+                    allRows, pairs);
         }
     }
 
@@ -160,12 +191,20 @@ public final class AllToAllKernels {
      * @param allRows {@code rows} are all of {@code dest}'s (the block's last chunk ends at m; always
      *                for the last block in y, which leaves them in the round state for a block
      *                without them that may raise the signal)
+     * @param pairs {@code dest}'s pairs of the tokens up to the end of this block's last chunk: the
+     *              last block in y adds them to the combine rows expected from {@code dest}
      */
     static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
-                                   long round, int dest, int group, boolean serves, int rows, boolean allRows) {
+                                   long round, int dest, int group, boolean serves, int rows, boolean allRows,
+                                   int pairs) {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
         int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
+        if (ctx.groupIdy() == ctx.numGroupsY() - 1) {
+            // every member of the group, served or not: dest returns a combine row per pair to each
+            long expected = combineExpectedIndex(ctx.numGroupsX()) + dest;
+            state.setLong(expected, state.getLong(expected) + pairs);
+        }
         if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
@@ -187,7 +226,7 @@ public final class AllToAllKernels {
                     ctx.signalSet(signals.slice(8L * group, 8), (round << 32) | total, dest);
                 }
                 if (!alone) {
-                    state.setInt(STATE_DESTINATIONS + dest, 0); // after the fence, as in lastBlock
+                    state.setInt(STATE_DESTINATIONS + dest, 0); // after the fence, which need not wait for it
                 }
             }
         }
@@ -253,7 +292,7 @@ public final class AllToAllKernels {
             ctx.localBarrier();
             MoeKernels.scatterRows(ctx, dispatchRecv, shared[0], slotCounts, expertX, expertXScale, expertOrigin,
                     pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
-            if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared, false, true)) {
+            if (lastBlock(ctx, state, STATE_DISPATCH_RECEIVED, shared)) {
                 for (int l = tid; l < expertsPerRank; l += threads) {
                     expertNumTokens.setInt(l, ctx.atomicAdd(slotCounts, l, 0));
                     slotCounts.setInt(l, 0);
@@ -283,27 +322,29 @@ public final class AllToAllKernels {
 
     /**
      * Combine send: grid {@code L x chunks}. Waits, bounded, until every rank {@code s} has
-     * finished reading its combine area of the previous round ({@code combineDone[s] >= round - 1});
-     * then copies expert output row {@code expertY[l][slot]}, for every {@code slot <
+     * finished reading its combine area of the previous round ({@code combineDone[s] >= (round - 1)
+     * * DONE_PER_ROUND}); then copies expert output row {@code expertY[l][slot]}, for every {@code slot <
      * expertNumTokens[l]}, to combine row {@code rank*M*Kd + q} of every member {@code s} of the
      * row's source group {@code g} ({@code expertOrigin = g*M*Kd + q}): directly where {@code s}
      * is mapped, else staged in {@code combineSend} row {@code g*M*Kd + q} and put by the warp.
-     * The last block sets every {@code s}'s {@code combine[rank]} to {@code round << 32 |
-     * pairsFromGroup[s/G]}.
+     * Each block then adds the rows it wrote to {@code s} to {@code s}'s {@code combine[rank]}
+     * ({@link #signalFromBlock}; block (0, 0) also adds {@link #COMBINE_PER_ROUND}): no grid count,
+     * no last block.
      *
      * @param anyPut 1 when some peer is {@link #PEER_PUT} (the second pass is needed)
      */
     public static void combineSend(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin,
-                                   Buf combineSend, Buf combineRecv, Buf signals, Buf pairsFromGroup, Buf state,
-                                   Buf peerModes, Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag,
-                                   int rank, int worldSize, int groupSize, int yBytes, int expertCapacity,
-                                   int pairsPerRegion, int anyPut) {
+                                   Buf combineSend, Buf combineRecv, Buf signals, Buf state, Buf peerModes,
+                                   Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag, int rank,
+                                   int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
+                                   int anyPut) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int numGroups = worldSize / groupSize;
         int doneWord = numGroups + worldSize;
-        int[] shared = ctx.allocateIntLocalArray(1);
+        // the block's rows per source group: what it adds to each member's combine signal
+        int[] rowsToGroup = ctx.allocateIntLocalArray(MAX_GROUPS);
         int expert = ctx.groupIdx();
         // read before the waits (a local count, final since dispatch receive): its load overlaps them
         int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
@@ -311,11 +352,14 @@ public final class AllToAllKernels {
         int warps = threads / warpWidth;
         int firstStripe = ctx.groupIdy() * warps;
         // A block without rows (most of them in decode: a token's K pairs among L experts) writes
-        // nothing, so it neither waits for the peers' combine-done nor fences before its count.
+        // nothing and signals nothing, so it does not wait for the peers' combine-done either.
         boolean writes = firstStripe < n;
+        for (int g = tid; g < numGroups; g += threads) {
+            rowsToGroup[g] = 0;
+        }
         for (int s = tid; s < worldSize && writes; s += threads) {
-            ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), round - 1, timeoutNanos, errors, rank, s,
-                    waitTag + doneWord + s);
+            ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), (round - 1) * DONE_PER_ROUND, timeoutNanos, errors,
+                    rank, s, waitTag + doneWord + s);
         }
         ctx.localBarrier();
 
@@ -333,6 +377,9 @@ public final class AllToAllKernels {
                 int origin = expertOrigin.getInt(row);
                 int g = origin / pairsPerRegion;
                 long recvRow = (long) rank * pairsPerRegion + (origin - g * pairsPerRegion);
+                if (lane == 0) {
+                    ctx.atomicAdd(rowsToGroup, g, 1);
+                }
                 boolean staged = false;
                 for (int i = 0; i < groupSize; i++) {
                     int s = g * groupSize + i;
@@ -372,10 +419,12 @@ public final class AllToAllKernels {
             }
             ctx.quiet();
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_SENT, shared, true, writes)) {
-            for (int s = tid; s < worldSize; s += threads) {
-                ctx.signalSet(signals.slice(8L * (numGroups + rank), 8),
-                        (round << 32) | pairsFromGroup.getInt(s / groupSize), s);
+        ctx.localBarrier();
+        long perRound = ctx.groupIdx() == 0 && ctx.groupIdy() == 0 ? COMBINE_PER_ROUND : 0;
+        for (int s = tid; s < worldSize; s += threads) {
+            long add = perRound + rowsToGroup[s / groupSize];
+            if (add > 0) {
+                signalFromBlock(ctx, signals, numGroups + rank, add, s, peerModes, peerOffsets, worldSize);
             }
         }
     }
@@ -383,23 +432,25 @@ public final class AllToAllKernels {
     /**
      * Combine receive: grid {@code X x Y} ({@code X <= M}); block {@code (x, y)} takes tokens
      * {@code x, x + X, ...} below m and their hidden quads {@code y*B + i + j*Y*B} (elements
-     * {@code 4q .. 4q+3}, {@code B} threads per block). Every block waits, bounded, for {@code combine[d] >= round << 32} from every
-     * rank {@code d} (also a block without tokens: the signals of this round must have arrived
-     * before combine-done lets a peer run ahead), then reduces its tokens as
-     * {@link MoeKernels#reduce} does. The last
-     * block sets this rank's {@code combineDone} word on every rank to {@code round}.
+     * {@code 4q .. 4q+3}, {@code B} threads per block). Every block waits, bounded, until
+     * {@code combine[d] >= round * COMBINE_PER_ROUND} plus every row expected from rank {@code d}
+     * so far (the counter of {@link #combineExpectedIndex}; also a block without tokens: the rows
+     * of this round must have arrived before combine-done lets a peer run ahead), then reduces its tokens as
+     * {@link MoeKernels#reduce} does, and adds its share ({@link #doneShare}) to this rank's
+     * {@code combineDone} word on every rank.
      */
     public static void combineRecv(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
-                                   Buf numTokens, Buf out, Buf signals, Buf state, Buf errors, long timeoutNanos,
-                                   int waitTag, int rank, int worldSize, int numGroups, int hidden, int maxTokens,
-                                   @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
+                                   Buf numTokens, Buf out, Buf signals, Buf state, Buf peerModes, Buf peerOffsets,
+                                   Buf errors, long timeoutNanos, int waitTag, int rank, int worldSize, int numGroups,
+                                   int hidden, int maxTokens, @Specialize int topK, @Specialize int yDtype,
+                                   @Specialize int outDtype) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        int[] shared = ctx.allocateIntLocalArray(1);
+        int expected = combineExpectedIndex(worldSize);
         for (int d = tid; d < worldSize; d += threads) {
-            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round << 32, timeoutNanos, errors, rank, d,
-                    waitTag + numGroups + d);
+            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round * COMBINE_PER_ROUND + state.getLong(expected + d),
+                    timeoutNanos, errors, rank, d, waitTag + numGroups + d);
         }
         ctx.localBarrier();
         // a count out of range (reported by dispatch send's check) never reads past M tokens. Read
@@ -414,11 +465,36 @@ public final class AllToAllKernels {
             MoeKernels.reduceSlice(t, firstQuad, stepQuad, combineRecv, pairLocation, weights, out, hidden, topK,
                     yDtype, outDtype);
         }
-        if (lastBlock(ctx, state, STATE_COMBINE_RECEIVED, shared, true, true)) {
-            long word = 8L * (numGroups + worldSize + rank);
-            for (int d = tid; d < worldSize; d += threads) {
-                ctx.signalSet(signals.slice(word, 8), round, d);
-            }
+        ctx.localBarrier();
+        long share = doneShare(ctx.groupIdy() * ctx.numGroupsX() + ctx.groupIdx(),
+                ctx.numGroupsX() * ctx.numGroupsY());
+        for (int d = tid; d < worldSize; d += threads) {
+            signalFromBlock(ctx, signals, numGroups + worldSize + rank, share, d, peerModes, peerOffsets, worldSize);
+        }
+    }
+
+    /**
+     * Block {@code block}'s share of {@link #DONE_PER_ROUND} among {@code blocks}: the shares of
+     * a grid sum to it exactly.
+     */
+    static long doneShare(int block, int blocks) {
+        return DONE_PER_ROUND / blocks + (block < DONE_PER_ROUND % blocks ? 1 : 0);
+    }
+
+    /**
+     * One thread, after its block's last barrier: adds {@code delta} to signal word {@code word}
+     * of rank {@code pe}, ordered after everything the block wrote and read before that barrier.
+     * A mapped peer's word is one release add at its address from the host's table; a put peer's
+     * gets a system fence (after the block's {@code quiet}, which completed its puts) and
+     * NVSHMEM's signal add.
+     */
+    static void signalFromBlock(KernelContext ctx, Buf signals, int word, long delta, int pe, Buf peerModes,
+                                Buf peerOffsets, int worldSize) {
+        if (peerModes.getInt(pe) == PEER_DIRECT) {
+            ctx.addRelease(ctx.peerBuf(signals, pe, offsetsRow(peerOffsets, OFFSETS_SIGNALS, worldSize)), word, delta);
+        } else {
+            ctx.systemFence();
+            ctx.signalAdd(signals.slice(8L * word, 8), delta, pe);
         }
     }
 
@@ -428,40 +504,25 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Ends a block's part of a grid: after a barrier, thread 0 makes the block's writes (and
-     * reads) ordered before what follows, for the whole system when {@code system} (the last
-     * block signals other ranks) or for this device ({@code globalFence}, cheaper: dispatch
-     * receive's results stay here), and counts the block in {@code state[counter]}; returns true,
-     * in every thread of the block, for the last block of the grid, which also resets the counter
-     * for the next launch. A block that {@code wrote} nothing counts itself without the first
-     * fence (the last block's fence, after the count, still orders the others' writes before
-     * what it does next).
+     * Ends a block's part of dispatch receive's counted grid: after a barrier, thread 0 orders the
+     * block's writes before what follows on this device ({@code globalFence}: the results stay
+     * here) and counts the block in {@code state[counter]}; returns true, in every thread of the
+     * block, for the last block of the grid, which also resets the counter for the next launch.
      */
-    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared, boolean system,
-                                     boolean wrote) {
+    private static boolean lastBlock(KernelContext ctx, Buf state, int counter, int[] shared) {
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            if (wrote) {
-                fence(ctx, system);
-            }
+            ctx.globalFence();
             int last = ctx.atomicAdd(state, counter, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1 ? 1 : 0;
             if (last == 1) {
-                fence(ctx, system);
-                // reset after the fence, which would otherwise wait for this store too (a round
-                // trip on the way to the signals); the next launch of the grid comes after this one
+                ctx.globalFence();
+                // reset after the fence, which would otherwise wait for this store too; the next
+                // launch of the grid comes after this one
                 state.setInt(counter, 0);
             }
             shared[0] = last;
         }
         ctx.localBarrier();
         return shared[0] == 1;
-    }
-
-    private static void fence(KernelContext ctx, boolean system) {
-        if (system) {
-            ctx.systemFence();
-        } else {
-            ctx.globalFence();
-        }
     }
 }

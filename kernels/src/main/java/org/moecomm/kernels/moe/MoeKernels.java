@@ -56,6 +56,8 @@ public final class MoeKernels {
     static final int QUANT_LANES = 8;
     /** Flag of {@link #packRows}'s result: its rows (the low 32 bits) are all of the destination's. */
     static final long PACK_ALL_ROWS = 1L << 32;
+    /** Shift of {@link #packRows}'s pair count in its result (above {@link #PACK_ALL_ROWS}). */
+    static final int PACK_PAIRS_SHIFT = 33;
     /** Longs of x (four 16-bit values each) one of them loads per block: 4, so 16 values. */
     static final int QUANT_LOADS = SCALE_BLOCK / (4 * QUANT_LANES);
 
@@ -116,7 +118,8 @@ public final class MoeKernels {
      * {@code putDst} from row {@code putRegionRow} (complete after {@code quiet}). Returns (every
      * thread) the rows that the tokens of the chunks up to the block's last route to {@code d}, with
      * {@link #PACK_ALL_ROWS} set when that last chunk ends at m: they are then all of {@code d}'s
-     * rows (always for block {@code Y - 1}; for every block when m fits in one chunk, as in decode).
+     * rows (always for block {@code Y - 1}; for every block when m fits in one chunk, as in decode),
+     * and the pairs of those rows from bit {@link #PACK_PAIRS_SHIFT} on.
      *
      * <p>With {@code quantizeFrom} a dtype code (bf16 or fp16) the rows carry x's tokens quantised
      * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
@@ -276,7 +279,7 @@ public final class MoeKernels {
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
-        return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0);
+        return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0) | ((long) pairsBefore << PACK_PAIRS_SHIFT);
     }
 
     /**

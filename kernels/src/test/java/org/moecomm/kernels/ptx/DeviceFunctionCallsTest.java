@@ -63,7 +63,7 @@ class DeviceFunctionCallsTest {
      */
     @Test
     void theRoundKernelsResolvePeersFromTheHostsTableWithoutACall() {
-        for (String name : List.of("dispatchSend", "combineSend")) {
+        for (String name : List.of("dispatchSend", "combineSend", "combineRecv")) {
             PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
             assertTrue(!k.deviceFunctions().contains(DeviceFunctions.PTR.name()), name + " calls " + k.deviceFunctions());
             assertTrue(!k.ptx().contains("call (callr), mnvd_ptr"), name);
@@ -73,6 +73,21 @@ class DeviceFunctionCallsTest {
         assertTrue(Pattern.compile("cvt\\.s64\\.s32 (%\\w+), %\\w+;\\s*shl\\.b64 (%\\w+), \\1, 3;\\s*add\\.s64 (%\\w+), "
                 + "%\\w+, \\2;\\s*ld\\.global\\.u64 (%\\w+), \\[\\3\\];\\s*add\\.s64 %\\w+, %\\w+, \\4;")
                 .matcher(send.ptx()).find(), "no table lookup in dispatchSend:\n" + send.ptx());
+    }
+
+    /**
+     * The combine kernels count nothing: each block adds to a mapped peer's signal word with one
+     * release add ({@code addRelease}); NVSHMEM's signal add is left for put peers.
+     */
+    @Test
+    void theCombineKernelsSignalMappedPeersWithAReleaseAdd() {
+        for (String name : List.of("combineSend", "combineRecv")) {
+            PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
+            assertTrue(k.ptx().contains("red.release.sys.global.add.u64 ["), name + ":\n" + k.ptx());
+            assertTrue(k.deviceFunctions().contains(DeviceFunctions.SIGNAL_OP.name()), name + " calls "
+                    + k.deviceFunctions());
+            assertTrue(!k.ptx().contains("atom.global.add.u32"), name + " counts its blocks:\n" + k.ptx());
+        }
     }
 
     @Test

@@ -51,9 +51,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
     static final int MIN_ROWS_PER_BLOCK = 4;
     /**
-     * Up to this M the dispatch grids may have one block per destination and per source group (the
-     * release-store signal, the slots in source order), when a block's share stays small: see
-     * {@link #ONE_BLOCK_PAIRS}.
+     * Up to this M dispatch send has one block per destination (no count, the release-store
+     * signal), and dispatch recv one block per source group (the slots in source order) while its
+     * share stays small: see {@link #ONE_BLOCK_PAIRS}.
      */
     static final int ONE_BLOCK_TOKENS = 8;
     /**
@@ -61,7 +61,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * which a single block per unit still pays: measured (H100, deepseek-v3, graph replay), one block
      * at 8 tokens took W = 4 dispatch (16 pairs) from 36.1 to 34.4-34.8 us but W = 2 (32 pairs: one
      * receive block copying twice the rows) from 25.4 to 26.3-26.4; at 16 tokens W = 4 (32 pairs)
-     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/).
+     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/). A send block
+     * copies rows, not pairs (at most M of them per destination), so dispatch send is not bound by it.
      */
     static final int ONE_BLOCK_PAIRS = 16;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
@@ -196,8 +197,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int capacity = config.expertCapacity();
         int l = config.expertsPerRank();
         this.threads = runner.blockThreads(MoeKernels.THREADS);
-        this.dispatchSendGrid = Grid.of(ws, blocksPer(ws), threads);
-        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng), threads);
+        this.dispatchSendGrid = Grid.of(ws, blocksPer(ws, true), threads);
+        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng, false), threads);
         this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block also waits, fences and counts
@@ -404,13 +405,14 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * Blocks per destination (dispatch send) or source group (dispatch recv): enough for about
      * two blocks per unit of device parallelism in all, since those kernels' bytes are the bulk of
      * dispatch, but no more than M allows (a decode round runs one block per unit, up to 4 tokens, and
-     * up to {@link #ONE_BLOCK_TOKENS} while the pairs per source group stay within
+     * up to {@link #ONE_BLOCK_TOKENS}, for dispatch recv while the pairs per source group stay within
      * {@link #ONE_BLOCK_PAIRS}: every block counts towards the signal, so idle blocks only add latency).
      */
-    private int blocksPer(int units) {
+    private int blocksPer(int units, boolean send) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int m = config.maxTokensPerRank();
-        boolean oneBlock = m <= ONE_BLOCK_TOKENS && (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize();
+        boolean oneBlock = m <= ONE_BLOCK_TOKENS
+                && (send || (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize());
         int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK; // 1 up to 4 tokens anyway
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
     }

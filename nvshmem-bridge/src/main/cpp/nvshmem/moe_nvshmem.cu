@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <string>
 
 #include <cstddef>
@@ -175,6 +177,22 @@ int mnv_n_pes(void) {
 int mnv_finalize(void) {
     MNV_REQUIRE_INIT("finalize");
     nvshmem_finalize();
+    return 0;
+}
+
+static void mnv_exit_now(int status, void*) {
+    fflush(nullptr);
+    _exit(status);
+}
+
+int mnv_exit_without_teardown(void) {
+    // exit handlers run in the reverse order of their registration: this one, registered after
+    // CUDA's and NVSHMEM's, runs before them
+    static std::atomic<bool> registered{false};
+    if (!registered.exchange(true) && on_exit(mnv_exit_now, nullptr) != 0) {
+        registered = false;
+        return mnv_fail(MNV_ERR_NVSHMEM, "exit_without_teardown: on_exit failed");
+    }
     return 0;
 }
 

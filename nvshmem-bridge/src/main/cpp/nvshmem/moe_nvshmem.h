@@ -99,6 +99,12 @@ int mnv_n_pes(void);
 // Finalises NVSHMEM (collective).
 int mnv_finalize(void);
 
+// For a process that leaves NVSHMEM unfinalised (a failed rank: its peers may be gone): makes the
+// process's exit end it at once with its status (stdio flushed, then _exit), before the exit
+// handlers registered earlier run: CUDA's and NVSHMEM's teardown, which raced with NVSHMEM's
+// still running proxy thread (SIGSEGV in nvshmemi_proxy_progress_minimal). Idempotent.
+int mnv_exit_without_teardown(void);
+
 // ---- symmetric memory ----
 
 // Collective: nvshmem_malloc(bytes), then zeroes the block (on `stream`, synchronised) and

@@ -506,10 +506,12 @@ public final class GpuBackend implements AutoCloseable {
      * failure of any handle made here (a timeout, a peer's abort, an abort raised here, a failed
      * CUDA call) the collective finalisation is skipped, since a peer may be gone: the symmetric
      * heap, NVSHMEM's own state and its proxy thread stay until the process exits, and the process
-     * should exit (docs/contract.md). Without a failure, {@code nvshmem_finalize} runs bounded
-     * ({@link #finalizeBound()}; on a thread of its own, except under NVSHMEM's PMI/MPI bootstrap):
-     * a peer that died after its last call would hold it forever, so past the bound close() logs
-     * an error and returns, leaving it running.
+     * should exit (docs/contract.md); that exit skips the native teardown
+     * ({@link Nvshmem#exitWithoutTeardown()}), which raced with the proxy thread. Without a failure,
+     * {@code nvshmem_finalize} runs bounded ({@link #finalizeBound()}; on a thread of its own, except
+     * under NVSHMEM's PMI/MPI bootstrap): a peer that died after its last call would hold it
+     * forever, so past the bound close() logs an error and returns, leaving it running (and the
+     * exit skips the teardown too).
      */
     @Override
     public synchronized void close() {
@@ -522,7 +524,9 @@ public final class GpuBackend implements AutoCloseable {
             context.bind();
             if (failed()) {
                 LOG.warn("rank {}: skipping the collective nvshmem_finalize after a failure ({}); the symmetric heap"
-                        + " and NVSHMEM's state are left to the process's exit", rank, teardown.reason());
+                        + " and NVSHMEM's state are left to the process's exit, which skips the native teardown",
+                        rank, teardown.reason());
+                Nvshmem.exitWithoutTeardown();
             } else if (Nvshmem.isInitialized() && bootstrap == Bootstrap.NVSHMEM) {
                 // PMI/MPI bootstrap: an MPI library may require its finalisation on this thread;
                 // the cluster's launcher supervises the job
@@ -536,6 +540,7 @@ public final class GpuBackend implements AutoCloseable {
                 if (!done) {
                     // the finalising thread may still use the context: leave it to the exit too
                     releaseContext = false;
+                    Nvshmem.exitWithoutTeardown();
                     LOG.error("rank {}: nvshmem_finalize did not return within {} s (a peer is gone or never"
                             + " closed); returning without it: the process should exit", rank, bound.toSeconds());
                 }

@@ -242,6 +242,18 @@ public final class Nvshmem {
         check(NvshmemNative.finalizeNvshmem(), "nvshmem_finalize");
     }
 
+    /**
+     * For a process that leaves NVSHMEM unfinalised (its peers may be gone): its exit, whenever it
+     * comes (after the JVM's shutdown hooks), ends the process at once with its status, without
+     * the native exit handlers registered before this call. Those are CUDA's and NVSHMEM's
+     * teardown, which raced with NVSHMEM's still running proxy thread and could kill the exiting
+     * process with SIGSEGV after its work was done. Idempotent.
+     */
+    public static void exitWithoutTeardown() {
+        requireLoaded();
+        check(NvshmemNative.exitWithoutTeardown(), "exit_without_teardown");
+    }
+
     private static void requireInitialized(String call) {
         requireLoaded();
         if (NvshmemNative.initStatus() < 2) {

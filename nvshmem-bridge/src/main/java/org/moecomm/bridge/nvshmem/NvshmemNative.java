@@ -71,6 +71,8 @@ final class NvshmemNative {
 
     @Name("mnv_finalize") static native int finalizeNvshmem();
 
+    @Name("mnv_exit_without_teardown") static native int exitWithoutTeardown();
+
     // ---- symmetric memory ----
     @Name("mnv_malloc_zeroed") static native int mallocZeroed(@Cast("long long*") long[] ptr, long bytes, long stream);
 

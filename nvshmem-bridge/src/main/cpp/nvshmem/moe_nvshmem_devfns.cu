@@ -69,7 +69,7 @@ __device__ __noinline__ void mnvd_quiet(void) {
     nvshmem_quiet();
 }
 
-// Bounded wait by one thread until the local word sig >= value; returns 0 when it arrived, 1 on
+// Bounded wait by one thread until the local word sig >= value (modulo 2^64, mnv_dev_reached); returns 0 when it arrived, 1 on
 // timeout, after recording MNV_ERROR_WAIT_TIMEOUT in the error context err_ctx (the context
 // the host created with mnv_error_create; may be null). A value already there returns 0 after
 // one load (the common case in a decode round: nothing else on its path); otherwise it returns
@@ -78,7 +78,7 @@ __device__ __noinline__ int mnvd_wait_ge(const unsigned long long* sig, unsigned
                                          unsigned long long timeout_ns, void* err_ctx, int rank, int peer,
                                          int tag) {
     const uint64_t* word = reinterpret_cast<const uint64_t*>(sig);
-    if (mnv_dev_load_acquire_sys(word) >= static_cast<uint64_t>(value)) {
+    if (mnv_dev_reached(mnv_dev_load_acquire_sys(word), static_cast<uint64_t>(value))) {
         return 0;
     }
     mnv_error_ctx* ctx = static_cast<mnv_error_ctx*>(err_ctx);

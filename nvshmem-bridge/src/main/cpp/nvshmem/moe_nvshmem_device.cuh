@@ -79,7 +79,14 @@ __device__ __forceinline__ uint64_t mnv_dev_abort_seen(const mnv_error_ctx* ctx)
     return word != nullptr ? mnv_dev_load_acquire_sys(word) : 0;
 }
 
-// Waits until *sig >= value, at most timeout_ns of global time. Returns 0 when the value
+// Whether a signal word that counts up has reached value: compared modulo 2^64 (the difference
+// as a signed number), so the words may wrap around and a wait is right as long as it is less
+// than 2^63 ahead of the word (a round's signals are a few counts of 2^32 apart).
+__device__ __forceinline__ bool mnv_dev_reached(uint64_t seen, uint64_t value) {
+    return static_cast<int64_t>(seen - value) >= 0;
+}
+
+// Waits until *sig >= value (mnv_dev_reached), at most timeout_ns of global time. Returns 0 when the value
 // arrived, 1 on timeout (recorded in ctx as `kind`) or when the context's abort word is raised
 // (recorded as MNV_ERROR_PEER_ABORTED, the word in `seen`). One thread calls it.
 //
@@ -91,14 +98,14 @@ __device__ __forceinline__ uint64_t mnv_dev_abort_seen(const mnv_error_ctx* ctx)
 __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t value, uint64_t timeout_ns,
                                             mnv_error_ctx* ctx, int kind, int rank, int peer, int tag) {
     uint64_t seen = mnv_dev_load_acquire_sys(sig);
-    if (seen >= value) {
+    if (mnv_dev_reached(seen, value)) {
         return 0;
     }
     const uint64_t start = mnv_dev_global_time_ns();
     unsigned polls = 0;
     while (true) {
         seen = mnv_dev_load_acquire_sys(sig);
-        if (seen >= value) {
+        if (mnv_dev_reached(seen, value)) {
             return 0;
         }
         ++polls;

@@ -21,9 +21,13 @@ public final class WaitTimeoutException extends MoeCommException {
         this.seen = seen;
     }
 
-    /** Signals carry round << 32 | count; print both halves. */
+    /**
+     * The value, then its two 32-bit halves: a dispatch signal is {@code round << 32 | rows}, a
+     * combine signal {@code round * 2^32} plus the rows so far, a combine-done word
+     * {@code round * 2^20} (docs/protocol.md). Words count modulo 2^64.
+     */
     private static String describe(long v) {
-        return v + " (round " + (v >>> 32) + ", count " + (v & 0xffffffffL) + ")";
+        return v + " (halves " + (v >>> 32) + " : " + (v & 0xffffffffL) + ")";
     }
 
     public int rank() { return rank; }

@@ -267,6 +267,33 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
+     * For tests of the signal words' wrap-around: sets the round state and this rank's signal
+     * words as they stand after {@code rounds} rounds that moved no rows, then passes the
+     * transport's barrier (every rank calls it, before its first round). A handle runs for ever:
+     * the words count up modulo 2^64 and the waits compare modulo 2^64 ({@code KernelContext.waitAtLeast}),
+     * so round {@code 2^32}, where {@code round << 32} wraps, is like any other.
+     */
+    void resumeAfter(long rounds) {
+        expect(Phase.IDLE);
+        int ws = config.worldSize();
+        int ng = config.numGroups();
+        long[] state = new long[(int) (layout.roundStateBytes() / 8)]; // stateWords is even
+        state[AllToAllKernels.STATE_ROUND / 2] = rounds;
+        memory.copyFromHost(roundState, 0, MemorySegment.ofArray(state));
+        long[] words = new long[layout.signalCount()];
+        for (int g = 0; g < ng; g++) {
+            words[layout.dispatchSignal(g)] = rounds << 32;
+        }
+        for (int d = 0; d < ws; d++) {
+            words[layout.combineSignal(d)] = rounds * AllToAllKernels.COMBINE_PER_ROUND;
+            words[layout.combineDoneSignal(d)] = rounds * AllToAllKernels.DONE_PER_ROUND;
+        }
+        memory.copyFromHost(signals.local(), 0, MemorySegment.ofArray(words));
+        transport.barrier();
+        round = rounds;
+    }
+
+    /**
      * Throws what the device has reported so far (a bad expert id or count found by dispatch
      * send's check; the handle has failed then), without waiting for the device: what a caller
      * replaying captured calls does between rounds ({@code RoundGraph.replay} does it).

@@ -130,7 +130,7 @@ class CpuTransportTest {
                 assertEquals(4L << 32, e.expected());
                 assertEquals(3L << 32 | 9, e.seen());
                 assertTrue(e.getMessage().contains("peer 1") && e.getMessage().contains("dispatch[1]")
-                        && e.getMessage().contains("round 3, count 9"), e.getMessage());
+                        && e.getMessage().contains("halves 3 : 9"), e.getMessage());
             }
         }
     }

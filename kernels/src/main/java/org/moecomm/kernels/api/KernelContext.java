@@ -123,7 +123,9 @@ public interface KernelContext {
     /**
      * One thread: waits until this rank's signal word {@code signal} is {@code >= value} (acquire:
      * what the peer wrote before the signal is visible afterwards), for at most
-     * {@code timeoutNanos}. Returns true when the value arrived.
+     * {@code timeoutNanos}. Returns true when the value arrived. Compared modulo 2^64, as
+     * {@code signal - value >= 0} for signed longs: a word that counts up may wrap around, and the
+     * wait is right while {@code value} is less than 2^63 ahead of it.
      *
      * <p>On the GPU a wait that runs out records (rank, peer, tag, expected, seen) in the error
      * context {@code errors} (the backend's, see {@code GpuEndpoint.errorContext()}) and returns

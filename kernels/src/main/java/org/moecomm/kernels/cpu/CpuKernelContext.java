@@ -168,14 +168,14 @@ final class CpuKernelContext implements KernelContext {
     @Override
     public boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
         MemorySegment word = signal.segment();
-        if ((long) SEGMENT_LONG.getAcquire(word, 0L) >= value) {
+        if (reached((long) SEGMENT_LONG.getAcquire(word, 0L), value)) {
             return true;
         }
         block.beforeWait(thread);
         long start = System.nanoTime();
         for (int polls = 0; ; polls++) {
             long seen = (long) SEGMENT_LONG.getAcquire(word, 0L);
-            if (seen >= value) {
+            if (reached(seen, value)) {
                 return true;
             }
             checkAbort(errors, rank, peer, tag);
@@ -193,6 +193,14 @@ final class CpuKernelContext implements KernelContext {
     }
 
     /**
+     * Whether a signal word that counts up has reached {@code value}, compared modulo 2^64 as the
+     * GPU's waits compare (the difference as a signed number): the words may wrap around.
+     */
+    static boolean reached(long seen, long value) {
+        return seen - value >= 0;
+    }
+
+    /**
      * One look at the signal word of a {@link #waitAtLeast} that a thread of a {@link LoopBlock}
      * cannot block in: true once the word has reached {@code value}; false while it has not, and
      * then the caller lets the block's other threads run and asks again. The bound counts from the
@@ -203,7 +211,7 @@ final class CpuKernelContext implements KernelContext {
      */
     boolean pollWait(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
         long seen = (long) SEGMENT_LONG.getAcquire(signal.segment(), 0L);
-        if (seen >= value) {
+        if (reached(seen, value)) {
             waitStart = NOT_WAITING;
             return true;
         }

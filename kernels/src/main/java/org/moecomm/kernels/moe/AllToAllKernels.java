@@ -314,7 +314,7 @@ public final class AllToAllKernels {
         long early = signal.getLong(0);
         if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
                 waitTag + s)) {
-            long value = (early >>> 32) == round ? early : signal.getLong(0);
+            long value = (early >>> 32) == (round & 0xffffffffL) ? early : signal.getLong(0);
             return (int) (value & 0xffffffffL);
         }
         return 0;

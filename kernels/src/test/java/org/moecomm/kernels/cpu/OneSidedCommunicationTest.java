@@ -193,6 +193,33 @@ class OneSidedCommunicationTest {
         });
     }
 
+    /**
+     * A counter that counts up past the top of the signed (and, on the GPU, unsigned) range: a wait
+     * compares modulo 2^64, so a target just past the wrap is not met by the value before it, and
+     * is met once the count reaches it.
+     */
+    @Test
+    void aWaitComparesModulo2To64SoCountersMayWrapAround() {
+        TestPeerMemory heap = new TestPeerMemory(1, arena);
+        Buf[] counter = heap.allocate(8);
+        Buf arrived = Buf.allocate(arena, 4);
+        long before = Long.MAX_VALUE - 1;
+        long after = before + 5; // Long.MIN_VALUE + 3
+        new CpuKernelRunner(1, heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived,
+                TestPeerMemory.NO_ABORT, 0L, before, 1, SECOND, 0, 1, TAG);
+        assertEquals(before, counter[0].getLong(0));
+        // nobody adds (world 0): a plain signed comparison would take MAX - 1 for >= MIN + 3
+        KernelExecutionException e = assertThrows(KernelExecutionException.class, () -> new CpuKernelRunner(1,
+                heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived, TestPeerMemory.NO_ABORT, 0L, after, 0,
+                SECOND / 20, 0, 0, TAG));
+        PeerWaitTimeoutException cause = assertInstanceOf(PeerWaitTimeoutException.class, e.getCause());
+        assertEquals(before, cause.seen());
+        new CpuKernelRunner(1, heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived,
+                TestPeerMemory.NO_ABORT, 5L, after, 0, SECOND, 0, 1, TAG);
+        assertEquals(after, counter[0].getLong(0));
+        assertEquals(1, arrived.getInt(0));
+    }
+
     @Test
     void aWaitThatRunsOutFailsTheLaunchNamingPeerTagAndValues() {
         TestPeerMemory heap = new TestPeerMemory(2, arena);

@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
@@ -39,6 +41,36 @@ class RoundsTest {
     void tokenCountFromADeviceBuffer() {
         MoeConfig fp8 = G2.toBuilder().inType(DType.FP8_E4M3).expertOutType(DType.FP32).build();
         Harness.checkedRounds(fp8, 3, round -> Workload.generate(fp8, 200 + round), true);
+    }
+
+    /**
+     * Rounds across the wrap-around of the signal words: from just before round 2^31, where a
+     * dispatch signal's {@code round << 32} turns negative as a long, round 2^32, where it and a
+     * combine signal's {@code round * 2^32} pass 2^64, and round 2^44, where combine-done's
+     * {@code round * 2^20} does. Every round still matches the reference: the waits compare
+     * modulo 2^64.
+     */
+    @ParameterizedTest(name = "after {0} rounds")
+    @ValueSource(longs = {(1L << 31) - 2, (1L << 32) - 2, (1L << 44) - 2})
+    void roundsAcrossTheSignalWordsWrapAround(long start) {
+        int rounds = 4;
+        List<Workload> workloads = new ArrayList<>();
+        for (int i = 0; i < rounds; i++) {
+            workloads.add(Workload.generate(G2, 300 + i));
+        }
+        Harness.assertAllOk(Harness.onAllRanks(G2, (h, b) -> {
+            ((AllToAllProtocol) h).resumeAfter(start);
+            List<ResultCheck.Report> mine = new ArrayList<>();
+            for (Workload w : workloads) {
+                if (h.rank() == G2.worldSize() - 1) {
+                    // the others wait for this rank's signals: a wait that took an old word for
+                    // this round's would go on without them
+                    sleep(30);
+                }
+                mine.add(CheckedRound.run(b, w, false));
+            }
+            return mine;
+        }));
     }
 
     /** A kernel standing for unrelated work between the halves: y = 2x over a buffer. */

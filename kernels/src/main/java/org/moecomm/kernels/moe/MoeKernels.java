@@ -759,44 +759,6 @@ public final class MoeKernels {
     // where it would have to inline a private method of this class, and stays under the 8000
     // bytes HotSpot compiles (MoeKernelsTest.everyLibraryKernelHasALoopForm).
 
-    /** {@link #routeSlot}: the id routes elsewhere (another destination's block handles it). */
-    static final int SLOT_ELSEWHERE = 0;
-    /** {@link #routeSlot}: the id names one of this destination's experts for the first time in its token. */
-    static final int SLOT_HERE = 1;
-    /** {@link #routeSlot}: this block writes the slot's pairLocation as -1 (a repeat, or -1 / out of range at destination 0). */
-    static final int SLOT_DROPPED = 2;
-
-    /**
-     * The route of slot {@code k} of token {@code t} (its ids from {@code ids[first]}) at the
-     * destination whose experts start at {@code firstExpert}. A repeat of an id an earlier slot
-     * names is dropped (docs/contract.md refuses repeated ids; the kernels skip them like -1, so a
-     * token never has more than {@code Kd} pairs at one destination and no buffer is overrun); ids
-     * outside {@code [0, E)} are dropped by destination 0. With {@code check}, a repeat and an id
-     * outside {@code [-1, E)} are reported.
-     */
-    static int routeSlot(KernelContext ctx, int[] ids, int first, int k, int t, int firstExpert, int expertsPerRank,
-                         boolean dropsOutOfRange, boolean check, Buf inputReport) {
-        int numExperts = ctx.numGroupsX() * expertsPerRank; // one block column per destination
-        int id = ids[first + k];
-        int local = id - firstExpert;
-        int route = SLOT_ELSEWHERE;
-        if (local >= 0 && local < expertsPerRank) {
-            route = SLOT_HERE;
-            if (namedBefore(ids, first, k, id)) {
-                route = SLOT_DROPPED;
-                if (check) {
-                    report(ctx, inputReport, REPORT_REPEATED_ID, t, k, id);
-                }
-            }
-        } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
-            route = SLOT_DROPPED;
-            if (check && id != -1) {
-                report(ctx, inputReport, REPORT_BAD_ID, t, k, id);
-            }
-        }
-        return route;
-    }
-
     /**
      * The count: {@code fixedTokens} or the one in {@code numTokens}, not clamped (m is the count
      * clamped to {@code [0, maxTokens]}); the {@code first} thread of the grid writes a fixed m to
@@ -835,10 +797,14 @@ public final class MoeKernels {
 
     /**
      * Token {@code chunk + tid}'s routing to this destination (for {@code tid < n}), read once: bit
-     * k of {@code tokenLocal[tid]} for a slot that routes here, of {@code tokenDropped[tid]} for a
-     * slot whose pairLocation this block sets to -1 (checked ids reported), each slot's route from
-     * {@link #routeSlot}; the chunk's ids are {@code ids[idsBase]} on. Returns the token's pairs
-     * here (0 past the chunk).
+     * k of {@code tokenLocal[tid]} for a slot that names one of the destination's experts for the
+     * first time in its token, of {@code tokenDropped[tid]} for a slot whose pairLocation this block
+     * sets to -1: a repeat of an id an earlier slot names (docs/contract.md refuses repeated ids; the
+     * kernels skip them like -1, so a token never has more than {@code Kd} pairs at one destination
+     * and no buffer is overrun), and, at destination 0 ({@code dropsOutOfRange}), an id outside
+     * {@code [0, E)}. With {@code check} the token's first repeat or id outside {@code [-1, E)} is
+     * reported. The chunk's ids are {@code ids[idsBase]} on. Returns the token's pairs here (0 past
+     * the chunk).
      */
     static int routeToken(KernelContext ctx, int[] ids, int idsBase, long[] tokenLocal, long[] tokenDropped, int chunk,
                           int n, int topK, int tid, int firstExpert, int expertsPerRank, boolean dropsOutOfRange,
@@ -846,31 +812,58 @@ public final class MoeKernels {
         if (tid >= n) {
             return 0;
         }
+        int first = idsBase + tid * topK;
+        int numExperts = ctx.numGroupsX() * expertsPerRank; // one block column per destination
         long localMask = 0;
         long dropMask = 0;
+        // the first bad slot, reported once after the loop: a report inlined per slot made the
+        // unrolled loop long and branchy (one thread's routing of a decode token took 1.4 us)
+        int badSlot = -1;
         for (int k = 0; k < topK; k++) {
-            int route = routeSlot(ctx, ids, idsBase + tid * topK, k, chunk + tid, firstExpert, expertsPerRank,
-                    dropsOutOfRange, check, inputReport);
-            if (route == SLOT_HERE) {
-                localMask |= 1L << k;
-            } else if (route == SLOT_DROPPED) {
+            int id = ids[first + k];
+            if (routesHere(id, firstExpert, expertsPerRank)) {
+                if (namedBefore(ids, first, k, id)) {
+                    dropMask |= 1L << k;
+                    badSlot = badSlot < 0 ? k : badSlot;
+                } else {
+                    localMask |= 1L << k;
+                }
+            } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
                 dropMask |= 1L << k;
+                badSlot = badSlot < 0 && id != -1 ? k : badSlot;
             }
+        }
+        if (check && badSlot >= 0) {
+            int id = ids[first + badSlot];
+            report(ctx, inputReport, routesHere(id, firstExpert, expertsPerRank) ? REPORT_REPEATED_ID : REPORT_BAD_ID,
+                    chunk + tid, badSlot, id);
         }
         tokenLocal[tid] = localMask;
         tokenDropped[tid] = dropMask;
         return Long.bitCount(localMask);
     }
 
-    /** Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}. */
+    /** Whether expert {@code id} is one of the destination's, whose experts start at {@code firstExpert}. */
+    static boolean routesHere(int id, int firstExpert, int expertsPerRank) {
+        int local = id - firstExpert;
+        return local >= 0 && local < expertsPerRank;
+    }
+
+    /**
+     * Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}.
+     * Without a branch per slot: the earlier ids' loads are all in flight at once.
+     */
     static boolean namedBefore(int[] ids, int first, int k, int id) {
-        boolean seen = false;
+        int allDiffer = 1;
         for (int j = 0; j < k; j++) {
-            if (ids[first + j] == id) {
-                seen = true;
-            }
+            allDiffer &= nonZero(ids[first + j] ^ id);
         }
-        return seen;
+        return allDiffer == 0;
+    }
+
+    /** 1 when {@code v != 0}, else 0, without a branch. */
+    static int nonZero(int v) {
+        return (v | -v) >>> 31;
     }
 
     /**

@@ -225,13 +225,4 @@ public interface KernelContext {
      * {@code getAndAddRelease}), without the signal's own lookup of the peer's address.
      */
     void addRelease(Buf buf, long index, long delta);
-
-    /**
-     * One thread: loads int64 element {@code index} of {@code buf} as an acquire for the whole
-     * system ({@code ld.acquire.sys}; on the JVM {@code getAcquire}): what a peer wrote before a
-     * release store or add of that value is visible afterwards, as after {@link #waitAtLeast}.
-     * A kernel issues it beside its other first loads and calls {@link #waitAtLeast} only when
-     * the value is not there yet, so a wait that is met at once costs one round trip to memory.
-     */
-    long loadAcquire(Buf buf, long index);
 }

@@ -300,11 +300,6 @@ final class CpuKernelContext implements KernelContext {
     }
 
     @Override
-    public long loadAcquire(Buf buf, long index) {
-        return (long) SEGMENT_LONG.getAcquire(buf.segment(), index << 3);
-    }
-
-    @Override
     public void addRelease(Buf buf, long index, long delta) {
         SEGMENT_LONG.getAndAddRelease(buf.segment(), index << 3, delta);
     }

@@ -309,13 +309,12 @@ public final class AllToAllKernels {
     static int receivedRows(KernelContext ctx, Buf signals, int s, long round, long timeoutNanos, Buf errors,
                             int rank, int groupSize, int waitTag) {
         Buf signal = signals.slice(8L * s, 8);
-        long seen = ctx.loadAcquire(signal, 0);
-        boolean arrived = awaitFrom(ctx, seen, signal, round << 32, timeoutNanos, errors, rank,
-                s * groupSize + rank % groupSize, waitTag + s);
-        if (arrived) {
-            // the word seen first holds the count when it is this round's (the round in its high
-            // half; each value is written once), else the wait polled for it: read it again
-            long value = (seen >>> 32) == (round & 0xffffffffL) ? seen : signal.getLong(0);
+        // read beside the wait's own load: when it already holds this round's value (the round
+        // in its high half; each value is written once) the count needs no second round trip
+        long early = signal.getLong(0);
+        if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
+                waitTag + s)) {
+            long value = (early >>> 32) == (round & 0xffffffffL) ? early : signal.getLong(0);
             return (int) (value & 0xffffffffL);
         }
         return 0;
@@ -359,9 +358,8 @@ public final class AllToAllKernels {
             rowsToGroup[g] = 0;
         }
         for (int s = tid; s < worldSize && writes; s += threads) {
-            Buf done = signals.slice(8L * (doneWord + s), 8);
-            awaitFrom(ctx, ctx.loadAcquire(done, 0), done, (round - 1) * DONE_PER_ROUND, timeoutNanos, errors, rank, s,
-                    waitTag + doneWord + s);
+            ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), (round - 1) * DONE_PER_ROUND, timeoutNanos, errors,
+                    rank, s, waitTag + doneWord + s);
         }
         ctx.localBarrier();
 
@@ -451,10 +449,8 @@ public final class AllToAllKernels {
         int threads = ctx.localGroupSizeX();
         int expected = combineExpectedIndex(worldSize);
         for (int d = tid; d < worldSize; d += threads) {
-            Buf combine = signals.slice(8L * (numGroups + d), 8);
-            long seen = ctx.loadAcquire(combine, 0);
-            awaitFrom(ctx, seen, combine, round * COMBINE_PER_ROUND + state.getLong(expected + d), timeoutNanos, errors,
-                    rank, d, waitTag + numGroups + d);
+            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round * COMBINE_PER_ROUND + state.getLong(expected + d),
+                    timeoutNanos, errors, rank, d, waitTag + numGroups + d);
         }
         ctx.localBarrier();
         // a count out of range (reported by dispatch send's check) never reads past M tokens. Read
@@ -475,23 +471,6 @@ public final class AllToAllKernels {
         for (int d = tid; d < worldSize; d += threads) {
             signalFromBlock(ctx, signals, numGroups + worldSize + rank, share, d, peerModes, peerOffsets, worldSize);
         }
-    }
-
-    /**
-     * Waits, bounded, until {@code signal} reaches {@code value} (modulo 2^64, as
-     * {@link KernelContext#waitAtLeast}), given {@code seen}: the word's acquire load
-     * ({@link KernelContext#loadAcquire}), issued beside the loads {@code value} is computed from.
-     * A wait met at once then costs that one round trip, where the wait alone loads the word again
-     * after them. True when the value arrived.
-     */
-    static boolean awaitFrom(KernelContext ctx, long seen, Buf signal, long value, long timeoutNanos, Buf errors,
-                             int rank, int peer, int tag) {
-        if (seen - value >= 0) {
-            return true;
-        }
-        // a wait is a split point of the CPU runner's loop form: its result goes to a local first
-        boolean arrived = ctx.waitAtLeast(signal, value, timeoutNanos, errors, rank, peer, tag);
-        return arrived;
     }
 
     /**

@@ -201,8 +201,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng, false), threads);
         this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
-        // (the compiled kernel's occupancy), since every block also waits, fences and counts
-        // itself, and blocks beyond the rows there can be only add that fixed cost.
+        // (the compiled kernel's occupancy), since every block with rows also waits, fences and
+        // signals, and blocks beyond the rows there can be only add their start.
         int chunks = Math.max(1, Math.min((capacity + GATHER_ROWS_PER_BLOCK - 1) / GATHER_ROWS_PER_BLOCK,
                 (runner.residentBlocks(COMBINE_SEND, threads, combineSendArgs(dummy, dummy)) + l - 1) / l));
         this.combineSendGrid = Grid.of(l, chunks, threads);
@@ -282,7 +282,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         memory.copyFromHost(roundState, 0, MemorySegment.ofArray(state));
         long[] words = new long[layout.signalCount()];
         for (int g = 0; g < ng; g++) {
-            words[layout.dispatchSignal(g)] = rounds << 32;
+            words[layout.dispatchSignal(g)] = BufferLayout.signalValue(rounds, 0);
         }
         for (int d = 0; d < ws; d++) {
             words[layout.combineSignal(d)] = rounds * AllToAllKernels.COMBINE_PER_ROUND;

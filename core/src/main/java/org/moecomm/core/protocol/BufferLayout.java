@@ -189,7 +189,10 @@ public final class BufferLayout {
     /** Size of the placeholder passed for unused buffer parameters (xScale without scales). */
     public static final long DUMMY_BYTES = 16;
 
-    /** Signal value of round {@code round} carrying {@code count}: {@code round << 32 | count}. */
+    /**
+     * Dispatch signal value of round {@code round} carrying {@code count} rows: {@code round << 32 |
+     * count} (combine and combine-done words are sums: docs/protocol.md, "Steps of round n").
+     */
     public static long signalValue(long round, int count) {
         return round << 32 | (count & 0xffffffffL);
     }

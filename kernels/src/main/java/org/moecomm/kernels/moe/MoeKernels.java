@@ -1152,7 +1152,7 @@ public final class MoeKernels {
 
     /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */
     static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
-                                        int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
+                                int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
         int pieces = xBytes >> 4;
         long srcByte = srcRow * rowBytes;
         long srcPiece = srcByte >> 4;

@@ -386,6 +386,10 @@ class ValidationTest {
                 () -> MoeConfig.builder().topK(65).numExperts(128).worldSize(2).build());
         assertTrue(wide.getMessage().contains("topK 65 exceeds 64"), wide.getMessage());
         MoeConfig.builder().topK(64).numExperts(128).worldSize(2).build(); // the most that is accepted
+        IllegalArgumentException groups = assertThrows(IllegalArgumentException.class,
+                () -> MoeConfig.builder().worldSize(1025).numExperts(1025).topK(1).build());
+        assertTrue(groups.getMessage().contains("1025 groups exceeds 1024"), groups.getMessage());
+        MoeConfig.builder().worldSize(2048).groupSize(2).numExperts(2048).topK(1).build(); // 1024 groups: accepted
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().inType(DType.FP32).build());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().outType(DType.FP32).build());
         assertThrows(IllegalArgumentException.class, () -> MoeConfig.builder().expertOutType(DType.FP8_E4M3).build());

@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(1024) mnv_barrier_kernel(uint64_t* bar, uint64
         return;
     }
     for (int p = threadIdx.x; p < n_pes; p += blockDim.x) {
-        if (mnv_dev_wait_ge(bar + p, epoch, timeout_ns, err, MNV_ERROR_BARRIER_TIMEOUT, me, p, tag) != 0) {
+        if (mnv_dev_wait_ge(bar + p, epoch, timeout_ns, err, MNV_ERROR_BARRIER_TIMEOUT, me, p, tag, nullptr) != 0) {
             return;
         }
     }

@@ -69,24 +69,28 @@ __device__ __noinline__ void mnvd_quiet(void) {
     nvshmem_quiet();
 }
 
-// Bounded wait by one thread until the local word sig >= value (modulo 2^64, mnv_dev_reached); returns 0 when it arrived, 1 on
-// timeout, after recording MNV_ERROR_WAIT_TIMEOUT in the error context err_ctx (the context
-// the host created with mnv_error_create; may be null). A value already there returns 0 after
-// one load (the common case in a decode round: nothing else on its path); otherwise it returns
-// 1 at once when the context already holds an error.
-__device__ __noinline__ int mnvd_wait_ge(const unsigned long long* sig, unsigned long long value,
-                                         unsigned long long timeout_ns, void* err_ctx, int rank, int peer,
-                                         int tag) {
+// Bounded wait by one thread until the local word sig >= value (modulo 2^64, mnv_dev_reached).
+// Returns the word's value it saw last: it has reached value when the value arrived; when it has
+// not, the wait ran out (recorded as MNV_ERROR_WAIT_TIMEOUT in the error context err_ctx, the
+// context the host created with mnv_error_create; may be null) or the context already held an
+// error (then it returns after one load). The caller reads the value it waited for from the
+// result, not with a load of its own: one round trip less after a wait that had to poll. A value
+// already there returns after one load (the common case in a decode round).
+__device__ __noinline__ unsigned long long mnvd_wait_ge(const unsigned long long* sig, unsigned long long value,
+                                                        unsigned long long timeout_ns, void* err_ctx, int rank,
+                                                        int peer, int tag) {
     const uint64_t* word = reinterpret_cast<const uint64_t*>(sig);
-    if (mnv_dev_reached(mnv_dev_load_acquire_sys(word), static_cast<uint64_t>(value))) {
-        return 0;
+    uint64_t seen = mnv_dev_load_acquire_sys(word);
+    if (mnv_dev_reached(seen, static_cast<uint64_t>(value))) {
+        return seen;
     }
     mnv_error_ctx* ctx = static_cast<mnv_error_ctx*>(err_ctx);
     if (mnv_dev_error_pending(ctx)) {
-        return 1;
+        return seen;
     }
-    return mnv_dev_wait_ge(word, static_cast<uint64_t>(value), static_cast<uint64_t>(timeout_ns), ctx,
-                           MNV_ERROR_WAIT_TIMEOUT, rank, peer, tag);
+    mnv_dev_wait_ge(word, static_cast<uint64_t>(value), static_cast<uint64_t>(timeout_ns), ctx,
+                    MNV_ERROR_WAIT_TIMEOUT, rank, peer, tag, &seen);
+    return seen;
 }
 
 }  // extern "C"

@@ -88,7 +88,8 @@ __device__ __forceinline__ bool mnv_dev_reached(uint64_t seen, uint64_t value) {
 
 // Waits until *sig >= value (mnv_dev_reached), at most timeout_ns of global time. Returns 0 when the value
 // arrived, 1 on timeout (recorded in ctx as `kind`) or when the context's abort word is raised
-// (recorded as MNV_ERROR_PEER_ABORTED, the word in `seen`). One thread calls it.
+// (recorded as MNV_ERROR_PEER_ABORTED, the word in `seen`). One thread calls it. When last is
+// not null it receives the signal's value the wait saw last (the arrived value on success).
 //
 // A poll is one load of the signal: the abort word (two dependent loads: the context's pointer,
 // then the word) is read every MNV_ABORT_POLLS polls only, so that a signal arriving is seen
@@ -96,15 +97,22 @@ __device__ __forceinline__ bool mnv_dev_reached(uint64_t seen, uint64_t value) {
 // seen within microseconds.
 #define MNV_ABORT_POLLS 32u
 __device__ __forceinline__ int mnv_dev_wait_ge(const uint64_t* sig, uint64_t value, uint64_t timeout_ns,
-                                            mnv_error_ctx* ctx, int kind, int rank, int peer, int tag) {
+                                            mnv_error_ctx* ctx, int kind, int rank, int peer, int tag,
+                                            uint64_t* last) {
     uint64_t seen = mnv_dev_load_acquire_sys(sig);
     if (mnv_dev_reached(seen, value)) {
+        if (last != nullptr) {
+            *last = seen;
+        }
         return 0;
     }
     const uint64_t start = mnv_dev_global_time_ns();
     unsigned polls = 0;
     while (true) {
         seen = mnv_dev_load_acquire_sys(sig);
+        if (last != nullptr) {
+            *last = seen;
+        }
         if (mnv_dev_reached(seen, value)) {
             return 0;
         }

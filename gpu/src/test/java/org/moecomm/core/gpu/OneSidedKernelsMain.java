@@ -142,6 +142,7 @@ public final class OneSidedKernelsMain {
             mem.copyToHost(counter.local(), 0, word);
             check(word.get(ValueLayout.JAVA_LONG, 0) == 3L * world, "rank " + rank + ": counter after the adds is "
                     + word.get(ValueLayout.JAVA_LONG, 0) + ", expected " + 3L * world);
+            checkReturned(mem, arrived, 3 * world, rank);
             t.barrier(); // every rank saw the sum before anyone sets
             ep.runner().launch(COUNT, Grid.of(1, 64), counter.local(), arrived, ep.errorContext(), 0L, 1000L, 1,
                     TIMEOUT_NS, rank, world, tag);
@@ -149,8 +150,19 @@ public final class OneSidedKernelsMain {
             mem.copyToHost(counter.local(), 0, word);
             check(word.get(ValueLayout.JAVA_LONG, 0) == 1000L, "rank " + rank + ": counter after the sets is "
                     + word.get(ValueLayout.JAVA_LONG, 0));
+            checkReturned(mem, arrived, 1000, rank);
         }
         System.out.println("CHECK one-sided-count ok rank " + rank);
+    }
+
+    /** The count kernel's {@code arrived}: the low half of the value its wait returned. */
+    private static void checkReturned(GpuDeviceMemory mem, Buf arrived, int expected, int rank) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment got = arena.allocate(4, 4);
+            mem.copyToHost(arrived, 0, got);
+            int value = got.get(ValueLayout.JAVA_INT, 0);
+            check(value == expected, "rank " + rank + ": the wait returned " + value + ", expected " + expected);
+        }
     }
 
     private static void timeout(GpuEndpoint ep, GpuEndpoint sync, int rank, int world) {

@@ -123,25 +123,36 @@ public interface KernelContext {
     /**
      * One thread: waits until this rank's signal word {@code signal} is {@code >= value} (acquire:
      * what the peer wrote before the signal is visible afterwards), for at most
-     * {@code timeoutNanos}. Returns true when the value arrived. Compared modulo 2^64, as
-     * {@code signal - value >= 0} for signed longs: a word that counts up may wrap around, and the
-     * wait is right while {@code value} is less than 2^63 ahead of it.
+     * {@code timeoutNanos}. Compared modulo 2^64 ({@link #reached}): a word that counts up may
+     * wrap around, and the wait is right while {@code value} is less than 2^63 ahead of it.
+     * Returns the word's value the wait saw last: {@code reached(result, value)} when the value
+     * arrived. A caller that needs the word's value (a count in it) takes it from the result: a
+     * load of its own after the wait would cost one more round trip to memory.
      *
      * <p>On the GPU a wait that runs out records (rank, peer, tag, expected, seen) in the error
      * context {@code errors} (the backend's, see {@code GpuEndpoint.errorContext()}) and returns
-     * false; it also returns false at once when {@code errors} already holds a failure, so a failed
-     * round does not wait its bound again. The host raises the record as an exception. On the JVM
-     * a wait that runs out fails the launch with the same facts (a
+     * a value that has not reached {@code value}; so it does at once when {@code errors} already
+     * holds a failure, so a failed round does not wait its bound again. The host raises the record
+     * as an exception. On the JVM a wait that runs out fails the launch with the same facts (a
      * {@code org.moecomm.kernels.cpu.PeerWaitTimeoutException}).
      *
      * <p>{@code errors} also carries the abort word the wait watches besides its signal: on the
      * GPU the error context points at it ({@code mnv_error_watch}), and a set word is recorded as
-     * a failure of kind "peer aborted" and the wait returns false; on the JVM {@code errors} is the
-     * word itself (8 bytes; an empty buffer watches nothing), and a set word fails the launch with
-     * a {@code org.moecomm.kernels.cpu.PeerWaitAbortedException}. {@code rank}, {@code peer} and
-     * {@code tag} only describe the wait.
+     * a failure of kind "peer aborted" and the wait returns (not reached); on the JVM
+     * {@code errors} is the word itself (8 bytes; an empty buffer watches nothing), and a set word
+     * fails the launch with a {@code org.moecomm.kernels.cpu.PeerWaitAbortedException}.
+     * {@code rank}, {@code peer} and {@code tag} only describe the wait.
      */
-    boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag);
+    long waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag);
+
+    /**
+     * Whether a signal word that counts up, seen as {@code seen}, has reached {@code value}:
+     * compared modulo 2^64, as {@code seen - value >= 0} for signed longs, as the waits compare
+     * ({@link #waitAtLeast}).
+     */
+    static boolean reached(long seen, long value) {
+        return seen - value >= 0;
+    }
 
     /**
      * {@code pe}'s copy of the symmetric buffer {@code symmetric} (or of a slice of one), for direct
@@ -225,4 +236,13 @@ public interface KernelContext {
      * {@code getAndAddRelease}), without the signal's own lookup of the peer's address.
      */
     void addRelease(Buf buf, long index, long delta);
+
+    /**
+     * One thread: loads int64 element {@code index} of {@code buf} as an acquire for the whole
+     * system ({@code ld.acquire.sys}; on the JVM {@code getAcquire}): what a peer wrote before a
+     * release store or add of that value is visible afterwards, as after {@link #waitAtLeast}.
+     * A kernel issues it beside its other first loads and calls {@link #waitAtLeast} only when
+     * the value is not there yet, so a wait that is met at once costs one round trip to memory.
+     */
+    long loadAcquire(Buf buf, long index);
 }

@@ -24,6 +24,8 @@ final class CpuKernelContext implements KernelContext {
     private int allocations;
     /** When the pending {@link #pollWait} first failed, {@link #NOT_WAITING} when none is pending. */
     private long waitStart = NOT_WAITING;
+    /** The value the last {@link #pollWait} that passed saw: its wait's result in the loop form. */
+    private long passedWith;
 
     CpuKernelContext(Block block, int thread) {
         this.block = block;
@@ -166,17 +168,18 @@ final class CpuKernelContext implements KernelContext {
     }
 
     @Override
-    public boolean waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
+    public long waitAtLeast(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
         MemorySegment word = signal.segment();
-        if (reached((long) SEGMENT_LONG.getAcquire(word, 0L), value)) {
-            return true;
+        long first = (long) SEGMENT_LONG.getAcquire(word, 0L);
+        if (KernelContext.reached(first, value)) {
+            return first;
         }
         block.beforeWait(thread);
         long start = System.nanoTime();
         for (int polls = 0; ; polls++) {
             long seen = (long) SEGMENT_LONG.getAcquire(word, 0L);
-            if (reached(seen, value)) {
-                return true;
+            if (KernelContext.reached(seen, value)) {
+                return seen;
             }
             checkAbort(errors, rank, peer, tag);
             long waited = System.nanoTime() - start;
@@ -193,14 +196,6 @@ final class CpuKernelContext implements KernelContext {
     }
 
     /**
-     * Whether a signal word that counts up has reached {@code value}, compared modulo 2^64 as the
-     * GPU's waits compare (the difference as a signed number): the words may wrap around.
-     */
-    static boolean reached(long seen, long value) {
-        return seen - value >= 0;
-    }
-
-    /**
      * One look at the signal word of a {@link #waitAtLeast} that a thread of a {@link LoopBlock}
      * cannot block in: true once the word has reached {@code value}; false while it has not, and
      * then the caller lets the block's other threads run and asks again. The bound counts from the
@@ -211,8 +206,9 @@ final class CpuKernelContext implements KernelContext {
      */
     boolean pollWait(Buf signal, long value, long timeoutNanos, Buf errors, int rank, int peer, int tag) {
         long seen = (long) SEGMENT_LONG.getAcquire(signal.segment(), 0L);
-        if (reached(seen, value)) {
+        if (KernelContext.reached(seen, value)) {
             waitStart = NOT_WAITING;
+            passedWith = seen;
             return true;
         }
         checkAbort(errors, rank, peer, tag);
@@ -223,6 +219,11 @@ final class CpuKernelContext implements KernelContext {
             throw new PeerWaitTimeoutException(rank, peer, tag, value, seen, now - waitStart);
         }
         return false;
+    }
+
+    /** The value the last {@link #pollWait} that returned true saw: the loop form's result of the wait. */
+    long passedWith() {
+        return passedWith;
     }
 
     /**
@@ -297,6 +298,11 @@ final class CpuKernelContext implements KernelContext {
     @Override
     public void storeRelease(Buf buf, long index, long value) {
         SEGMENT_LONG.setRelease(buf.segment(), index << 3, value);
+    }
+
+    @Override
+    public long loadAcquire(Buf buf, long index) {
+        return (long) SEGMENT_LONG.getAcquire(buf.segment(), index << 3);
     }
 
     @Override

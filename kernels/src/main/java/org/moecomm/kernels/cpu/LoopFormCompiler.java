@@ -538,7 +538,9 @@ final class LoopFormCompiler {
                 saveAndReturn(k);
                 cb.labelBinding(passed);
             }
-            cb.iconst_1();
+            // the wait's result: the value its passing look saw
+            cb.loadLocal(TypeKind.REFERENCE, at[0]);
+            cb.invokestatic(CD_RUNTIME, "passedWith", MethodTypeDesc.of(CD_long, CD_CTX));
         }
 
         /** Stack: ctx, dst, src, bytes (J), pe. */

@@ -19,6 +19,11 @@ public final class LoopFormRuntime {
         return ((CpuKernelContext) ctx).pollWait(signal, value, timeoutNanos, errors, rank, peer, tag);
     }
 
+    /** The result of a {@link KernelContext#waitAtLeast} whose {@link #pollWait} returned true: the value it saw. */
+    public static long passedWith(KernelContext ctx) {
+        return ((CpuKernelContext) ctx).passedWith();
+    }
+
     /** {@link KernelContext#putBlockNbi} between its barriers. */
     public static void putBlock(KernelContext ctx, Buf dst, Buf src, long bytes, int pe) {
         CpuKernelContext c = (CpuKernelContext) ctx;

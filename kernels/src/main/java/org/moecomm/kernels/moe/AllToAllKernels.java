@@ -200,11 +200,6 @@ public final class AllToAllKernels {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
         int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
-        if (ctx.groupIdy() == ctx.numGroupsY() - 1) {
-            // every member of the group, served or not: dest returns a combine row per pair to each
-            long expected = combineExpectedIndex(ctx.numGroupsX()) + dest;
-            state.setLong(expected, state.getLong(expected) + pairs);
-        }
         if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
@@ -229,6 +224,13 @@ public final class AllToAllKernels {
                     state.setInt(STATE_DESTINATIONS + dest, 0); // after the fence, which need not wait for it
                 }
             }
+        }
+        if (ctx.groupIdy() == ctx.numGroupsY() - 1) {
+            // every member of the group, served or not: dest returns a combine row per pair to each.
+            // After the signal: only combine recv, a later kernel, reads it, and before it the
+            // signal's release would wait for this load's round trip too.
+            long expected = combineExpectedIndex(ctx.numGroupsX()) + dest;
+            state.setLong(expected, state.getLong(expected) + pairs);
         }
         if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
             state.setInt(STATE_DISPATCH_SENT, 0);
@@ -308,16 +310,11 @@ public final class AllToAllKernels {
      */
     static int receivedRows(KernelContext ctx, Buf signals, int s, long round, long timeoutNanos, Buf errors,
                             int rank, int groupSize, int waitTag) {
-        Buf signal = signals.slice(8L * s, 8);
-        // read beside the wait's own load: when it already holds this round's value (the round
-        // in its high half; each value is written once) the count needs no second round trip
-        long early = signal.getLong(0);
-        if (ctx.waitAtLeast(signal, round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
-                waitTag + s)) {
-            long value = (early >>> 32) == (round & 0xffffffffL) ? early : signal.getLong(0);
-            return (int) (value & 0xffffffffL);
-        }
-        return 0;
+        // the count is in the word the wait saw (this round's: the next is sent only after this
+        // rank's round has ended), so it needs no load of its own after the wait
+        long seen = ctx.waitAtLeast(signals.slice(8L * s, 8), round << 32, timeoutNanos, errors, rank,
+                s * groupSize + rank % groupSize, waitTag + s);
+        return KernelContext.reached(seen, round << 32) ? (int) (seen & 0xffffffffL) : 0;
     }
 
     /**
@@ -358,8 +355,9 @@ public final class AllToAllKernels {
             rowsToGroup[g] = 0;
         }
         for (int s = tid; s < worldSize && writes; s += threads) {
-            ctx.waitAtLeast(signals.slice(8L * (doneWord + s), 8), (round - 1) * DONE_PER_ROUND, timeoutNanos, errors,
-                    rank, s, waitTag + doneWord + s);
+            Buf done = signals.slice(8L * (doneWord + s), 8);
+            awaitFrom(ctx, ctx.loadAcquire(done, 0), done, (round - 1) * DONE_PER_ROUND, timeoutNanos, errors, rank, s,
+                    waitTag + doneWord + s);
         }
         ctx.localBarrier();
 
@@ -471,6 +469,23 @@ public final class AllToAllKernels {
         for (int d = tid; d < worldSize; d += threads) {
             signalFromBlock(ctx, signals, numGroups + worldSize + rank, share, d, peerModes, peerOffsets, worldSize);
         }
+    }
+
+    /**
+     * Waits, bounded, until {@code signal} reaches {@code value} (modulo 2^64, as
+     * {@link KernelContext#waitAtLeast}), given {@code seen}: the word's acquire load
+     * ({@link KernelContext#loadAcquire}), issued beside the loads {@code value} is computed from.
+     * A wait met at once then costs that one round trip, where the wait alone loads the word again
+     * after them. True when the value arrived.
+     */
+    static boolean awaitFrom(KernelContext ctx, long seen, Buf signal, long value, long timeoutNanos, Buf errors,
+                             int rank, int peer, int tag) {
+        if (KernelContext.reached(seen, value)) {
+            return true;
+        }
+        // a wait is a split point of the CPU runner's loop form: its result goes to a local first
+        long last = ctx.waitAtLeast(signal, value, timeoutNanos, errors, rank, peer, tag);
+        return KernelContext.reached(last, value);
     }
 
     /**

@@ -45,8 +45,11 @@ final class DeviceFunctions {
             List.of("b64", "b64", "b64", "b64", "b64", "b32"));
     /** void mnvd_signal_op(u64* sig, u64 value, int op, int pe) */
     static final Function SIGNAL_OP = new Function("mnvd_signal_op", null, List.of("b64", "b64", "b32", "b32"));
-    /** int mnvd_wait_ge(const u64* sig, u64 value, u64 timeout_ns, void* err_ctx, int rank, int peer, int tag): 0 arrived, 1 ran out */
-    static final Function WAIT_GE = new Function("mnvd_wait_ge", "b32",
+    /**
+     * u64 mnvd_wait_ge(const u64* sig, u64 value, u64 timeout_ns, void* err_ctx, int rank, int peer, int tag):
+     * the word's value it saw last (reached value: arrived; else it ran out)
+     */
+    static final Function WAIT_GE = new Function("mnvd_wait_ge", "b64",
             List.of("b64", "b64", "b64", "b64", "b32", "b32", "b32"));
 
     /** void* mnvd_ptr(const void* ptr, int pe): pe's copy of a symmetric address (generic), or null */

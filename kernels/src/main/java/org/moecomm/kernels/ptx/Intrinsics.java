@@ -255,12 +255,10 @@ final class Intrinsics {
                 List.of(c.arg(1), c.arg(2), String.valueOf(DeviceFunctions.SIGNAL_SET), c.arg(3)), true));
         def(CTX, "signalAdd", "(" + B + "JI)V", c -> DeviceFunctions.call(c.f(), DeviceFunctions.SIGNAL_OP,
                 List.of(c.arg(1), c.arg(2), String.valueOf(DeviceFunctions.SIGNAL_ADD), c.arg(3)), true));
-        def(CTX, "waitAtLeast", "(" + B + "JJ" + B + "III)Z", c -> {
-            String timedOut = DeviceFunctions.call(c.f(), DeviceFunctions.WAIT_GE, List.of(c.arg(1), c.arg(2),
+        def(CTX, "waitAtLeast", "(" + B + "JJ" + B + "III)J", c -> {
+            String seen = DeviceFunctions.call(c.f(), DeviceFunctions.WAIT_GE, List.of(c.arg(1), c.arg(2),
                     c.arg(3), c.arg(4), c.arg(5), c.arg(6), c.arg(7)), true, false, false, true);
-            String p = c.f().pred();
-            c.f().op("setp.eq.s32 " + p + ", " + timedOut + ", 0");
-            c.f().op("selp.b32 " + c.result() + ", 1, 0, " + p);
+            c.f().op("mov.b64 " + c.result() + ", " + seen);
         });
         def(CTX, "peerBuf", "(" + B + "I)" + B, c -> {
             String generic = DeviceFunctions.call(c.f(), DeviceFunctions.PTR, List.of(c.arg(1), c.arg(2)), true);
@@ -283,6 +281,8 @@ final class Intrinsics {
         def(CTX, "systemFence", "()V", c -> c.f().op("fence.acq_rel.sys"));
         def(CTX, "storeRelease", "(" + B + "JJ)V", c -> c.f().op("st.release.sys.global.u64 ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
+        def(CTX, "loadAcquire", "(" + B + "J)J", c -> c.f().op("ld.acquire.sys.global.u64 " + c.result() + ", ["
+                + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "]"));
         def(CTX, "addRelease", "(" + B + "JJ)V", c -> c.f().op("red.release.sys.global.add.u64 ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
 
@@ -311,6 +311,8 @@ final class Intrinsics {
         def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> copyPieces(c, 4, c.arg(5)));
         def(BUF, "copy16x8", "(J" + B + "JJ)V", c -> copyPieces(c, 8, null));
         def(BUF, "copy16x8N", "(J" + B + "JJI)V", c -> copyPieces(c, 8, c.arg(5)));
+        def(BUF, "prefetch16", "(J)V", c -> c.f().op("prefetch.global.L1 ["
+                + elementAddress(c.f(), c.arg(0), c.arg(1), 4) + "]"));
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

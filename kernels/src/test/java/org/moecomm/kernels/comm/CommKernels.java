@@ -29,16 +29,16 @@ public final class CommKernels {
         ctx.putSignalBlock(recv.slice(rank * regionBytes, regionBytes), send.slice(d * regionBytes, regionBytes), bytes,
                 signals.slice(8L * rank, 8), base + rows.getInt(d), d);
         if (ctx.localIdx() == 0) {
-            boolean ok = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, tag);
-            arrived.setInt(d, ok ? 1 : 0);
+            long seen = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, tag);
+            arrived.setInt(d, KernelContext.reached(seen, base) ? 1 : 0);
         }
     }
 
     /**
      * One block: thread {@code p < world} adds {@code delta} to rank {@code p}'s counter, or sets
      * it to {@code target} when {@code set} is 1; then thread 0 waits for this rank's counter to
-     * reach {@code target} and writes 1 or 0 to {@code arrived[0]} (a wait that runs out reports
-     * {@code tag}).
+     * reach {@code target} and writes the low half of the value the wait returned to
+     * {@code arrived[0]}, or -1 when it did not arrive (a wait that runs out reports {@code tag}).
      */
     public static void count(KernelContext ctx, Buf counter, Buf arrived, Buf errors, long delta, long target, int set,
                              long timeoutNanos, int rank, int world, int tag) {
@@ -51,7 +51,8 @@ public final class CommKernels {
             }
         }
         if (p == 0) {
-            arrived.setInt(0, ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, tag) ? 1 : 0);
+            long seen = ctx.waitAtLeast(counter, target, timeoutNanos, errors, rank, -1, tag);
+            arrived.setInt(0, KernelContext.reached(seen, target) ? (int) seen : -1);
         }
     }
 

@@ -96,8 +96,8 @@ public final class PeerAccessKernels {
                                       long timeoutNanos, int rank, int d, int tag) {
         if (ctx.localIdx() == 0) {
             ctx.signalSet(signals.slice(8L * rank, 8), base, d);
-            boolean ok = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, tag);
-            arrived.setInt(d, ok ? 1 : 0);
+            long seen = ctx.waitAtLeast(signals.slice(8L * d, 8), base, timeoutNanos, errors, rank, d, tag);
+            arrived.setInt(d, KernelContext.reached(seen, base) ? 1 : 0);
         }
     }
 }

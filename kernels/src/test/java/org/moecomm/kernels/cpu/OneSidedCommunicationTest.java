@@ -105,13 +105,14 @@ class OneSidedCommunicationTest {
                     arrived[r], TestPeerMemory.NO_ABORT, 3L, 3L * world, 0, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(3L * world, counter[r].getLong(0), "counter of rank " + r);
-                assertEquals(1, arrived[r].getInt(0));
+                assertEquals(3 * world, arrived[r].getInt(0), "the value the wait of rank " + r + " returned");
             }
             // every rank sets every counter to 1000: the value, not a sum
             TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(COUNT, Grid.of(1, 32), counter[r],
                     arrived[r], TestPeerMemory.NO_ABORT, 0L, 1000L, 1, 10 * SECOND, r, world, TAG));
             for (int r = 0; r < world; r++) {
                 assertEquals(1000L, counter[r].getLong(0), "counter of rank " + r);
+                assertEquals(1000, arrived[r].getInt(0), "the value the wait of rank " + r + " returned");
             }
         });
     }
@@ -217,7 +218,7 @@ class OneSidedCommunicationTest {
         new CpuKernelRunner(1, heap.rank(0)).launch(COUNT, Grid.of(1, 32), counter[0], arrived,
                 TestPeerMemory.NO_ABORT, 5L, after, 0, SECOND, 0, 1, TAG);
         assertEquals(after, counter[0].getLong(0));
-        assertEquals(1, arrived.getInt(0));
+        assertEquals((int) after, arrived.getInt(0)); // the wait returned the value past the wrap
     }
 
     @Test

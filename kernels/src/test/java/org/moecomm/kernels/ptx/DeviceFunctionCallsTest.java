@@ -88,6 +88,9 @@ class DeviceFunctionCallsTest {
                     + k.deviceFunctions());
             assertTrue(!k.ptx().contains("atom.global.add.u32"), name + " counts its blocks:\n" + k.ptx());
         }
+        // combine send looks at each combine-done word with an acquire load beside its first loads
+        PtxKernel send = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, "combineSend"));
+        assertTrue(send.ptx().contains("ld.acquire.sys.global.u64 "), send.ptx());
     }
 
     @Test
@@ -104,10 +107,13 @@ class DeviceFunctionCallsTest {
         for (DeviceFunctions.Function fn : List.of(DeviceFunctions.PUT_SIGNAL_BLOCK,
                 DeviceFunctions.PUT_SIGNAL_ADD_BLOCK, DeviceFunctions.SIGNAL_OP,
                 DeviceFunctions.WAIT_GE)) {
-            Matcher m = Pattern.compile("__device__ __noinline__ (\\w+\\*?) " + fn.name() + "\\(([^)]*)\\)").matcher(source);
+            Matcher m = Pattern.compile("__device__ __noinline__ ((?:unsigned long )?\\w+\\*?) " + fn.name()
+                    + "\\(([^)]*)\\)").matcher(source);
             assertTrue(m.find(), fn.name() + " is not defined in " + DEVFNS);
             String ret = m.group(1);
-            assertEquals(fn.returnType() == null ? "void" : "int", ret, fn.name() + " result");
+            String width = ret.equals("void") ? null : ret.equals("unsigned long long") ? "b64"
+                    : ret.equals("int") ? "b32" : "unknown: " + ret;
+            assertEquals(fn.returnType(), width, fn.name() + " result");
             List<String> widths = new ArrayList<>();
             for (String param : m.group(2).replaceAll("\\s+", " ").split(",")) {
                 String p = param.trim();

@@ -495,16 +495,6 @@ public final class MoeKernels {
         int[] copyRow = ctx.allocateIntLocalArray(ORDERED_PAIRS);
         int[] copyOrigin = ctx.allocateIntLocalArray(ORDERED_PAIRS);
 
-        // The block's own rows, which its copy loads after two barriers: into L1 now, while the
-        // metas' loads below are in flight (the copy's loads then skip a round trip to memory).
-        long ownFirstByte = (long) group * maxTokens * rowBytes;
-        long ownBytes = (long) clamp(rowsFrom[group], 0, maxTokens) * rowBytes;
-        long firstLine = ownFirstByte >> 7;
-        long lines = ownBytes == 0 ? 0 : ((ownFirstByte + ownBytes - 1) >> 7) - firstLine + 1;
-        for (int line = tid; line < lines; line += threads) {
-            dispatchRecv.prefetch16((firstLine + line) << 3);
-        }
-
         // Pass 1: every (row, pair) of groups 0..g, numbered across the groups and dealt to the
         // threads in turn, so that a decode round's few pairs load their metas all at once (a
         // thread's pairs of successive groups would wait for each other's loads).

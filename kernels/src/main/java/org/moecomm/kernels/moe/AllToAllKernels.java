@@ -121,9 +121,7 @@ public final class AllToAllKernels {
      * {@code d}'s {@code dispatchRecv} region {@code g} (directly, or staged in {@code dispatchSend}
      * region {@code d/G} and put), and the last block of {@code d} sets {@code d}'s
      * {@code dispatch[g]} signal to {@code round << 32 | rows}. The last block of the grid advances
-     * the round. A block alone serving a mapped {@code d} (decode) writes one row per token, a
-     * token that does not route to {@code d} with a meta of no pairs
-     * ({@link MoeKernels#COPY_BY_TOKEN}), and its {@code rows} are m.
+     * the round.
      *
      * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
      * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
@@ -159,20 +157,15 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
-        // One block serving a mapped destination (decode) signals it with a release store (below),
-        // which waits for the block's row stores: its rows go by token, the tokens stored before the
-        // routing, so that only the metas' stores are still on their way at the signal.
-        boolean releaseSignal = direct && ctx.numGroupsY() == 1;
-        int copy = !serves ? MoeKernels.COPY_NONE
-                : releaseSignal && quantizeFrom < 0 ? MoeKernels.COPY_BY_TOKEN : MoeKernels.COPY_ROWS;
         long packed = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
-                outRegionRow, copy, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
+                outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         int rows = (int) packed;
         boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
         int pairs = (int) (packed >>> MoeKernels.PACK_PAIRS_SHIFT);
-        // the thread that stores the release signal resolves the peer's signal words while the
-        // block's last stores drain
+        // One block serving a mapped destination (decode) signals it with a release store: the
+        // thread that stores resolves the peer's signal words while the block's last copies drain.
+        boolean releaseSignal = direct && ctx.numGroupsY() == 1;
         Buf peerSignals = releaseSignal && ctx.localIdx() == 0
                 ? ctx.peerBuf(signals, dest, offsetsRow(peerOffsets, OFFSETS_SIGNALS, world)) : signals;
         if (putPeer >= 0) {

@@ -58,18 +58,6 @@ public final class MoeKernels {
     static final long PACK_ALL_ROWS = 1L << 32;
     /** Shift of {@link #packRows}'s pair count in its result (above {@link #PACK_ALL_ROWS}). */
     static final int PACK_PAIRS_SHIFT = 33;
-    /** {@link #packRows}'s {@code copy}: no rows (a member that does not serve the destination). */
-    static final int COPY_NONE = 0;
-    /** {@link #packRows}'s {@code copy}: the routed tokens' rows, numbered in token order. */
-    static final int COPY_ROWS = 1;
-    /**
-     * {@link #packRows}'s {@code copy}: one row per token, row {@code t} for token {@code t}, its
-     * meta giving no pairs where the token does not route to the destination; the tokens and scales
-     * are copied as soon as m is known, before the routing, so their stores are on their way while
-     * the block routes (a decode round's direct destination: the signal's release then waits for
-     * the metas' stores, not for the whole rows'). Not with quantising.
-     */
-    static final int COPY_BY_TOKEN = 2;
     /** Longs of x (four 16-bit values each) one of them loads per block: 4, so 16 values. */
     static final int QUANT_LOADS = SCALE_BLOCK / (4 * QUANT_LANES);
 
@@ -114,7 +102,7 @@ public final class MoeKernels {
         int dest = ctx.groupIdx();
         boolean serves = dest % groupSize == member;
         int rows = (int) packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
-                (long) (dest / groupSize) * maxTokens, serves ? COPY_ROWS : COPY_NONE, dispatchSend, 0, -1, xBytes, scalesPerToken,
+                (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
                 topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
@@ -124,9 +112,8 @@ public final class MoeKernels {
     /**
      * The body of {@link #pack} for destination {@code d = groupIdx()}: numbers the rows, writes
      * {@code pairLocation} (and m, and the input check, as pack documents) and, with
-     * {@code copy} {@link #COPY_ROWS} or {@link #COPY_BY_TOKEN}, writes the rows of block
-     * {@code y}'s tokens (its range, as pack documents) into {@code rowsOut} from row
-     * {@code outRegionRow} on. With {@code putPeer >= 0} the block
+     * {@code copy != 0}, writes the rows of block {@code y}'s tokens (its range, as pack documents)
+     * into {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block
      * then puts each chunk's rows, non-blocking, to the same rows of {@code putPeer}'s
      * {@code putDst} from row {@code putRegionRow} (complete after {@code quiet}). Returns (every
      * thread) the rows that the tokens of the chunks up to the block's last route to {@code d}, with
@@ -177,10 +164,6 @@ public final class MoeKernels {
         int count = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
         int m = clamp(count, 0, maxTokens);
-        boolean byToken = copy == COPY_BY_TOKEN;
-        if (byToken) {
-            copyTokensToRows(ctx, x, xScale, m, rowsOut, outRegionRow, xBytes, scalesPerToken, rowBytes);
-        }
         // a count out of range is the round's one report: the ids of the tokens past the real ones
         // are not inputs, and checking them raced the count's report for the first claim
         int checkTokens = count == m ? checkIds : 0;
@@ -263,24 +246,24 @@ public final class MoeKernels {
                 ctx.localBarrier();
                 src = dst;
             }
-            int chunkRow = byToken ? tid : scanRows[src + tid] - (pairs > 0 ? 1 : 0);
+            int chunkRow = scanRows[src + tid] - (pairs > 0 ? 1 : 0);
             int pairBase = pairsBefore + scanPairs[src + tid] - pairs;
-            int chunkRows = byToken ? n : scanRows[src + n - 1];
+            int chunkRows = scanRows[src + n - 1];
             int chunkPairs = scanPairs[src + n - 1];
             // the block's rows are the chunk's rows [lo, hi): those of the tokens before and after come first and last
-            int lo = byToken ? skip : skip > 0 ? scanRows[src + skip - 1] : 0;
-            int hi = byToken ? own : own > 0 ? scanRows[src + own - 1] : 0;
+            int lo = skip > 0 ? scanRows[src + skip - 1] : 0;
+            int hi = own > 0 ? scanRows[src + own - 1] : 0;
 
-            recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, byToken, tokenLocal, tokenPairBase, rowToken,
-                    rowPairBase, rowPairs, rowMask);
+            recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, tokenLocal, tokenPairBase, rowToken, rowPairBase,
+                    rowPairs, rowMask);
             ctx.localBarrier();
 
             writePairLocations(pairLocation, chunk, skip, own, topK, tokenLocal, tokenDropped, tokenPairBase,
                     dest * pairsPerRegion, tid, threads);
-            if (copy != COPY_NONE) {
+            if (copy != 0) {
                 copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
                         rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
-                        rowBytes, byToken || quantizeFrom >= 0);
+                        rowBytes, quantizeFrom);
                 boolean put = putPeer >= 0 && hi > lo;
                 finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
@@ -797,15 +780,13 @@ public final class MoeKernels {
 
     /**
      * After the scan: token {@code t}'s (thread {@code tid < n}) first pair here, and, when it has
-     * a row (every token has one with {@code byToken}), the row's token, pairs and routing by row
-     * number {@code chunkRow} for the copy.
+     * a row, the row's token, pairs and routing by row number {@code chunkRow} for the copy.
      */
-    static void recordToken(int tid, int n, int t, int chunkRow, int pairBase, int pairs, boolean byToken,
-                            long[] tokenLocal, int[] tokenPairBase, int[] rowToken, int[] rowPairBase, int[] rowPairs,
-                            long[] rowMask) {
+    static void recordToken(int tid, int n, int t, int chunkRow, int pairBase, int pairs, long[] tokenLocal,
+                            int[] tokenPairBase, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask) {
         if (tid < n) {
             tokenPairBase[tid] = pairBase;
-            if (pairs > 0 || byToken) {
+            if (pairs > 0) {
                 rowToken[chunkRow] = t;
                 rowPairBase[chunkRow] = pairBase;
                 rowPairs[chunkRow] = pairs;
@@ -910,30 +891,44 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy of rows {@code [lo, hi)} of the chunk (its ids {@code chunkIds[idsBase]} on): teams of warps
-     * ({@link #teamWidth}) take them in turn; a team copies the token and its scales
-     * ({@link #copyTokenToRow}) and writes the meta, zeroing all padding. With {@code metaOnly} only
-     * the meta: the tokens and scales are written elsewhere ({@link #finishShare} when quantising,
-     * {@link #copyTokensToRows} for rows by token).
+     * pack's copy of rows {@code [lo, hi)} of the chunk (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamWidth}) take them in turn; a
+     * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
+     * When quantising ({@code quantizeFrom >= 0}) only the meta: {@link #finishShare} writes token and scales.
      */
     static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int idsBase, int chunk,
                                Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask,
                                int lo, int hi, long firstRow, int xBytes, int scalesPerToken, int topK,
-                               int firstExpert, int rowBytes, boolean metaOnly) {
+                               int firstExpert, int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
         int width = teamWidth(threads, hi - lo);
         int team = ctx.localIdx() / width;
         int lane = ctx.localIdx() - team * width;
         int teams = threads / width;
-        int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
+        int pieces = quantizeFrom < 0 ? xBytes >> 4 : 0;
+        int scaleOffset = align16(xBytes);
+        int scaleWords = align16(4 * scalesPerToken) >> 2;
+        int copiedScaleWords = quantizeFrom < 0 ? scaleWords : 0;
+        int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole team (block sizes not a multiple of 32) only wait.
         if (team < teams) {
             for (int r = lo + team; r < hi; r += teams) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
-                if (!metaOnly) {
-                    copyTokenToRow(x, xScale, t, dispatchSend, rowByte, lane, width, xBytes, scalesPerToken);
+                long dstPiece = rowByte >> 4;
+                long srcPiece = (long) t * pieces;
+                long firstScale = (long) t * scalesPerToken;
+                // the lane's first scale is loaded before the token's pieces, so both are in flight
+                // together: a decode row costs one round trip to memory, not one more for its scales
+                int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
+                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
+                long scaleWord = (rowByte + scaleOffset) >> 2;
+                for (int i = lane; i < copiedScaleWords; i += width) {
+                    int bits = laneScale;
+                    if (i != lane) {
+                        bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
+                    }
+                    dispatchSend.setInt(scaleWord + i, bits);
                 }
                 long metaWord = (rowByte + metaOffset) >> 2;
                 for (int i = lane; i < metaWords; i += width) {
@@ -948,49 +943,6 @@ public final class MoeKernels {
                     dispatchSend.setInt(metaWord + i, value);
                 }
             }
-        }
-    }
-
-    /**
-     * Rows by token ({@link #COPY_BY_TOKEN}): tokens {@code [0, m)} of x with their scales into
-     * rows {@code firstRow + t} of {@code rowsOut}, by teams of warps as {@link #copyRowsToSend}
-     * copies; the metas follow after the routing.
-     */
-    static void copyTokensToRows(KernelContext ctx, Buf x, Buf xScale, int m, Buf rowsOut, long firstRow, int xBytes,
-                                 int scalesPerToken, int rowBytes) {
-        int threads = ctx.localGroupSizeX();
-        int width = teamWidth(threads, m);
-        int team = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - team * width;
-        int teams = threads / width;
-        if (team < teams) {
-            for (int t = team; t < m; t += teams) {
-                copyTokenToRow(x, xScale, t, rowsOut, (firstRow + t) * rowBytes, lane, width, xBytes, scalesPerToken);
-            }
-        }
-    }
-
-    /**
-     * One team's copy ({@code width} threads, lane {@code lane}) of token {@code t} of x in 16-byte
-     * pieces and its scales in 4-byte words (the scale padding zeroed) into the row at byte
-     * {@code rowByte} of {@code rowsOut}.
-     */
-    static void copyTokenToRow(Buf x, Buf xScale, int t, Buf rowsOut, long rowByte, int lane, int width, int xBytes,
-                               int scalesPerToken) {
-        int pieces = xBytes >> 4;
-        int scaleWords = align16(4 * scalesPerToken) >> 2;
-        long firstScale = (long) t * scalesPerToken;
-        // the lane's first scale is loaded before the token's pieces, so both are in flight
-        // together: a decode row costs one round trip to memory, not one more for its scales
-        int laneScale = lane < scalesPerToken ? xScale.getInt(firstScale + lane) : 0;
-        copyPiecesDeep(rowsOut, rowByte >> 4, x, (long) t * pieces, pieces, lane, width);
-        long scaleWord = (rowByte + align16(xBytes)) >> 2;
-        for (int i = lane; i < scaleWords; i += width) {
-            int bits = laneScale;
-            if (i != lane) {
-                bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
-            }
-            rowsOut.setInt(scaleWord + i, bits);
         }
     }
 

@@ -23,7 +23,7 @@ public final class QuantizingPack {
         boolean serves = dest % groupSize == member;
         // xScale is not read when quantising: x stands in for it
         int rows = (int) MoeKernels.packRows(ctx, x, x, indices, numTokens, pairLocation, inputReport, dispatchSend,
-                (long) (dest / groupSize) * maxTokens, serves ? MoeKernels.COPY_ROWS : MoeKernels.COPY_NONE, dispatchSend, 0, -1, hidden,
+                (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, hidden,
                 hidden / MoeKernels.SCALE_BLOCK, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, -1, 1,
                 quantizeFrom);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {

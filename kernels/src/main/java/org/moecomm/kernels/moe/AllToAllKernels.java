@@ -493,7 +493,11 @@ public final class AllToAllKernels {
      * a grid sum to it exactly.
      */
     static long doneShare(int block, int blocks) {
-        return DONE_PER_ROUND / blocks + (block < DONE_PER_ROUND % blocks ? 1 : 0);
+        // in 32 bits (DONE_PER_ROUND is 2^20): a 64-bit division and remainder are two calls of
+        // about 80 dependent instructions each on the GPU, at the end of every block's path
+        int total = (int) DONE_PER_ROUND;
+        int share = total / blocks;
+        return share + (block < total - share * blocks ? 1 : 0);
     }
 
     /**

@@ -172,8 +172,8 @@ public final class MoeKernels {
         // scanning every chunk for a share of its rows spent most of a prefill pack in the scans).
         // The whole chunks before its first are only counted; the chunk that holds begin is
         // numbered whole (a decode round's one chunk is then numbered as by a single block).
-        int begin = (int) ((long) m * ctx.groupIdy() / ctx.numGroupsY());
-        int end = (int) ((long) m * (ctx.groupIdy() + 1) / ctx.numGroupsY());
+        int begin = splitPoint(m, ctx.groupIdy(), ctx.numGroupsY());
+        int end = splitPoint(m, ctx.groupIdy() + 1, ctx.numGroupsY());
         int firstChunk = begin - begin % chunkTokens;
         int rowsBefore = 0;
         int pairsBefore = 0;
@@ -1232,6 +1232,19 @@ public final class MoeKernels {
     /** Threads that copy one row together: a warp, or the whole block when it is smaller. */
     static int copyWidth(int threads) {
         return min(WARP, threads);
+    }
+
+    /**
+     * {@code m * y / blocks} for {@code 0 <= y <= blocks}: where block {@code y}'s share of m
+     * tokens starts. In 32 bits wherever the product fits (every M in practice): the GPU has no
+     * 64-bit divide instruction, and the call that stands in for one (about 80 dependent
+     * instructions) sat on every warp's path between m and the routing.
+     */
+    static int splitPoint(int m, int y, int blocks) {
+        if (blocks == 1) {
+            return m * y;
+        }
+        return (long) m * blocks <= Integer.MAX_VALUE ? m * y / blocks : (int) ((long) m * y / blocks);
     }
 
     static int align16(int bytes) {

@@ -3,6 +3,9 @@ block and round: %globaltimer at fixed points), per rank the median over rounds 
 blocks 0..7, in us from the round's earliest dispatch send entry:
 
     python3 timeline.py trace-bdfd882.txt
+
+Dispatch recv's points 4-7 are those of ../2026-12-06-scatter-trace-experiment/trace.patch (inside
+the ordered scatter); a trace without them prints none.
 """
 import re,sys,statistics as st
 from collections import defaultdict
@@ -14,7 +17,7 @@ for line in open(sys.argv[1]):
     r,M,W,slot,k,b=map(int,m.groups()[:6]); pts=list(map(int,m.group(7).split()))
     data[(M,W)][slot][r][k][b]=pts
 names0=['send entry','m known','ids staged (barrier)','routed (thread 0)','recorded (barrier)','row copied (thread 0)','final barrier','release store done']
-names1=['recv entry','own wait returned','waits (barrier)','scattered']
+names1=['recv entry','own wait returned','waits (barrier)','scattered','pass 1 done (thread 0)','pass 1 barrier','pass 2 done (thread 0)','pass 2 barrier']
 for key in sorted(data):
     M,W=key
     print(f"== M={M} W={W}: median over rounds, us from the round's earliest send entry; blocks: median of blocks 0..7 (dest/group); columns ranks")

@@ -2,8 +2,10 @@ package org.moecomm.kernels.moe;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.ptx.PtxCompiler;
@@ -22,10 +24,11 @@ class BlockSharesTest {
         for (int m : ms) {
             for (int blocks : blockCounts) {
                 int previous = 0;
-                for (int y : new int[] {0, 1, blocks / 2, blocks - 1, blocks}) {
+                for (int y : IntStream.of(0, 1, blocks / 2, blocks - 1, blocks).sorted().toArray()) {
                     int at = MoeKernels.splitPoint(m, y, blocks);
                     assertEquals((int) ((long) m * y / blocks), at, "m=" + m + " y=" + y + " blocks=" + blocks);
-                    previous = Math.max(previous, at);
+                    assertTrue(at >= previous, "block ranges go backwards at m=" + m + " y=" + y);
+                    previous = at;
                 }
                 assertEquals(m, MoeKernels.splitPoint(m, blocks, blocks), "the last block ends at m");
             }

@@ -45,6 +45,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel DISPATCH_RECV = new Kernel(AllToAllKernels.class, "dispatchRecv");
     static final Kernel COMBINE_SEND = new Kernel(AllToAllKernels.class, "combineSend");
     static final Kernel COMBINE_RECV = new Kernel(AllToAllKernels.class, "combineRecv");
+    /** Dispatch send and the source-order dispatch recv in one launch ({@link #dispatch}). */
+    static final Kernel DISPATCH = new Kernel(AllToAllKernels.class, "dispatch");
 
     /** Cap on the y extent of the dispatch grids (each of dispatch send's blocks repeats the numbering). */
     static final int MAX_BLOCKS_PER_UNIT = 64;
@@ -118,6 +120,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final int threads;
     private final Grid dispatchSendGrid;
     private final Grid dispatchRecvGrid;
+    /**
+     * The grid of {@link #DISPATCH} ({@code (W + NG) x 1}), or null where {@link #dispatch} makes
+     * the two launches ({@link #oneLaunchDispatch}).
+     */
+    private final Grid dispatchGrid;
     private final Grid combineSendGrid;
     private final Grid combineRecvGrid;
 
@@ -200,6 +207,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws, true), threads);
         this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng, false), threads);
         this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
+        this.dispatchGrid = oneLaunchDispatch() ? Grid.of(ws + ng, 1, threads) : null;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block with rows also waits, fences and
         // signals, and blocks beyond the rows there can be only add their start.
@@ -219,12 +227,16 @@ public final class AllToAllProtocol implements MoeAllToAll {
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
         runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
         runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
+        if (dispatchGrid != null) {
+            runner.prepare(DISPATCH, dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
+        }
         runner.prepare(COMBINE_SEND, combineSendArgs(dummy, dummy));
         runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts;"
-                + " dispatch recv slots {}", rank, config, layout.symmetricBytes(), layout.localBytes(), puts, ws,
-                orderedSlots != 0 ? "in source order" : "counted");
+                + " dispatch recv slots {}; dispatch in {}", rank, config, layout.symmetricBytes(), layout.localBytes(),
+                puts, ws, orderedSlots != 0 ? "in source order" : "counted",
+                dispatchGrid != null ? "one launch" : "two launches");
         if (LOG.isDebugEnabled()) {
             // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
             LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
@@ -279,6 +291,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int ng = config.numGroups();
         long[] state = new long[(int) (layout.roundStateBytes() / 8)]; // stateWords is even
         state[AllToAllKernels.STATE_ROUND / 2] = rounds;
+        for (int g = 0; g < ng; g++) {
+            state[AllToAllKernels.receiveRoundIndex(ws) + g] = rounds;
+        }
         memory.copyFromHost(roundState, 0, MemorySegment.ofArray(state));
         long[] words = new long[layout.signalCount()];
         for (int g = 0; g < ng; g++) {
@@ -359,25 +374,40 @@ public final class AllToAllProtocol implements MoeAllToAll {
         Objects.requireNonNull(in, "in");
         expect(Phase.IDLE);
         long t0 = System.nanoTime();
+        SendRound send = sendRound(in);
+        work(Phase.DISPATCH_SENT, () -> {
+            startRound(send);
+            // one launch: pack, rows to every destination, the dispatch signals; the kernel writes a
+            // host-known m into numTokens and checks ids and count where the host does not
+            runner.launch(DISPATCH_SEND, dispatchSendGrid, dispatchSendArgs(send.x(), send.xScale(), send.indices(),
+                    countBuf, send.fixedTokens()));
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("rank {} round {} dispatchSend: m={} issued in {}us", rank, round, m,
+                        micros(System.nanoTime() - t0));
+            }
+        });
+    }
+
+    /** A checked dispatch input, as the send kernels take it ({@code fixedTokens}: m, or -1 when m is in {@code counts}). */
+    private record SendRound(Buf x, Buf xScale, Buf indices, int rows, Buf counts, int fixedTokens) {
+    }
+
+    /** Checks {@code in} (before any work starts) and reads its buffers and count. */
+    private SendRound sendRound(DispatchInput in) {
         int rows = validator.dispatchInput(in);
         Buf counts = switch (in.count()) {
             case TokenCount.Fixed f -> numTokens;
             case TokenCount.InBuffer b -> b.buf().slice(b.index() * 4, 4);
         };
         int fixedTokens = in.count() instanceof TokenCount.Fixed f ? f.value() : -1;
-        work(() -> {
-            round++;
-            m = rows;
-            countBuf = counts;
-            // one launch: pack, rows to every destination, the dispatch signals; the kernel writes a
-            // host-known m into numTokens and checks ids and count where the host does not
-            runner.launch(DISPATCH_SEND, dispatchSendGrid, dispatchSendArgs(in.x().buf(),
-                    in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), countBuf, fixedTokens));
-            if (LOG.isDebugEnabled()) {
-                LOG.debug("rank {} round {} dispatchSend: m={} issued in {}us", rank, round, m,
-                        micros(System.nanoTime() - t0));
-            }
-        });
+        return new SendRound(in.x().buf(), in.xScale() != null ? in.xScale().buf() : dummy, in.indices().buf(), rows,
+                counts, fixedTokens);
+    }
+
+    private void startRound(SendRound send) {
+        round++;
+        m = send.rows();
+        countBuf = send.counts();
     }
 
     private Object[] dispatchSendArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens) {
@@ -396,15 +426,23 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.DISPATCH_SENT);
         long t0 = System.nanoTime();
         validator.dispatchOutput(out);
-        work(() -> {
-            Buf counts = out.expertNumTokens().buf().slice(0, 4L * config.expertsPerRank());
+        work(Phase.DISPATCHED, () -> {
+            Buf counts = expertCounts(out);
             runner.launch(DISPATCH_RECV, dispatchRecvGrid, dispatchRecvArgs(counts, out.expertX().buf(),
-                    out.expertXScale() != null ? out.expertXScale().buf() : dummy));
+                    expertScales(out)));
             expertNumTokens = counts;
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} dispatchRecv: issued in {}us", rank, round, micros(System.nanoTime() - t0));
             }
         });
+    }
+
+    private Buf expertCounts(DispatchOutput out) {
+        return out.expertNumTokens().buf().slice(0, 4L * config.expertsPerRank());
+    }
+
+    private Buf expertScales(DispatchOutput out) {
+        return out.expertXScale() != null ? out.expertXScale().buf() : dummy;
     }
 
     private Object[] dispatchRecvArgs(Buf counts, Buf expertX, Buf expertXScale) {
@@ -426,6 +464,64 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
                 && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
                 && Boolean.parseBoolean(System.getProperty("moecomm.orderedSlots", "true"));
+    }
+
+    // ---- steps 1 and 2 in one launch ----
+
+    /**
+     * Dispatch send and dispatch recv; in one launch of {@link AllToAllKernels#dispatch} where
+     * {@link #oneLaunchDispatch} allows it (decode sizes), else the two calls' launches. Either
+     * way the handle then expects combineSend.
+     */
+    @Override
+    public void dispatch(DispatchInput in, DispatchOutput out) {
+        if (dispatchGrid == null) {
+            MoeAllToAll.super.dispatch(in, out);
+            return;
+        }
+        Objects.requireNonNull(in, "in");
+        Objects.requireNonNull(out, "out");
+        expect(Phase.IDLE);
+        long t0 = System.nanoTime();
+        SendRound send = sendRound(in);
+        validator.dispatchOutput(out);
+        work(Phase.DISPATCHED, () -> {
+            startRound(send);
+            Buf counts = expertCounts(out);
+            runner.launch(DISPATCH, dispatchGrid, dispatchArgs(send.x(), send.xScale(), send.indices(), countBuf,
+                    send.fixedTokens(), counts, out.expertX().buf(), expertScales(out)));
+            expertNumTokens = counts;
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("rank {} round {} dispatch (one launch): m={} issued in {}us", rank, round, m,
+                        micros(System.nanoTime() - t0));
+            }
+        });
+    }
+
+    private Object[] dispatchArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens, Buf expertCounts,
+                                  Buf expertX, Buf expertXScale) {
+        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
+                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, peerOffsets,
+                expertCounts, expertX, expertXScale, expertOrigin, pairsFromGroup, waitErrors,
+                config.waitTimeout().toNanos(), waitTag, layout.xBytes(), config.scalesPerToken(), config.topK(),
+                config.expertsPerRank(), config.groupSize(), rank, layout.rowBytes(), config.maxTokensPerRank(),
+                config.numGroups(), layout.pairsPerRegion(), fixedTokens, inputReport != null ? 1 : 0,
+                config.quantizes() ? config.inType().kernelCode() : -1};
+    }
+
+    /**
+     * Whether {@link #dispatch} can be one launch: dispatch send has one block per destination and
+     * dispatch recv takes its slots in source order (decode sizes), and every block of the joined
+     * grid fits on the device at once, since its receive blocks wait for its send blocks (the send
+     * blocks, first in the grid, wait for nothing). {@code -Dmoecomm.oneLaunchDispatch=false} keeps
+     * two launches, for measurements.
+     */
+    private boolean oneLaunchDispatch() {
+        int blocks = config.worldSize() + config.numGroups();
+        return orderedSlots != 0 && dispatchSendGrid.blocksY() == 1
+                && Boolean.parseBoolean(System.getProperty("moecomm.oneLaunchDispatch", "true"))
+                && blocks <= runner.residentBlocks(DISPATCH, threads,
+                        dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
     }
 
     /**
@@ -451,7 +547,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.DISPATCHED);
         long t0 = System.nanoTime();
         validator.expertY(expertY);
-        work(() -> {
+        work(phase.next(), () -> {
             runner.launch(COMBINE_SEND, combineSendGrid, combineSendArgs(expertY.buf(), expertNumTokens));
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineSend: issued in {}us", rank, round, micros(System.nanoTime() - t0));
@@ -473,7 +569,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.COMBINE_SENT);
         long t0 = System.nanoTime();
         validator.combineOutput(weights, out, m);
-        work(() -> {
+        work(phase.next(), () -> {
             runner.launch(COMBINE_RECV, combineRecvGrid, combineRecvArgs(weights.buf(), countBuf, out.buf()));
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineRecv: m={} issued in {}us", rank, round, m,
@@ -618,11 +714,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Runs a step's work; success advances the phase, any failure leaves the handle FAILED and
+     * Runs a step's work; success moves the handle to phase {@code success}, any failure leaves the handle FAILED and
      * raises the abort word on the peers (unless the failure is a peer's abort).
      */
-    private void work(Runnable step) {
-        Phase from = phase;
+    private void work(Phase success, Runnable step) {
         try {
             step.run();
         } catch (RuntimeException e) {
@@ -632,7 +727,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
             fail(new MoeCommException("rank " + rank + ": " + e, e), AbortReason.CALL_FAILED);
             throw e;
         }
-        phase = from.next();
+        phase = success;
     }
 
     private static long micros(long nanos) {

@@ -8,8 +8,8 @@ import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.Tensor;
 
 /**
- * A rank's round as two captured graphs, dispatch (send and receive) and combine (send and
- * receive), with the experts left to run between their replays: how the GPU tests and the
+ * A rank's round as two captured graphs, dispatch ({@code MoeAllToAll.dispatch}: one launch at
+ * decode sizes) and combine (send and receive), with the experts left to run between their replays: how the GPU tests and the
  * benchmark replay rounds on one rank's buffers.
  */
 public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements AutoCloseable {
@@ -25,15 +25,9 @@ public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements Aut
      */
     public static HalfGraphs capture(GpuBackend gpu, MoeAllToAll h, DispatchInput in, DispatchOutput received,
                                      CombineInput combine, Tensor out) {
-        RoundGraph dispatch = gpu.capture(h, () -> {
-            h.dispatchSend(in);
-            h.dispatchRecv(received);
-        });
+        RoundGraph dispatch = gpu.capture(h, () -> h.dispatch(in, received));
         try {
-            return new HalfGraphs(dispatch, gpu.capture(h, () -> {
-                h.combineSend(combine.expertY());
-                h.combineRecv(combine.weights(), out);
-            }));
+            return new HalfGraphs(dispatch, gpu.capture(h, () -> h.combine(combine, out)));
         } catch (RuntimeException | Error e) {
             dispatch.close();
             throw e;

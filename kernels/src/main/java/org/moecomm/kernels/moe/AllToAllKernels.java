@@ -56,7 +56,8 @@ public final class AllToAllKernels {
      * int32 {@code [W]}: the destination's rows of the current launch, written by its last block in
      * y (the one whose tokens end at m) for the block that raises the signal; then int64
      * {@code [W]} ({@link #combineExpectedIndex}): the combine rows expected from each rank over
-     * every round so far.
+     * every round so far; then int64 {@code [W]} ({@link #receiveRoundIndex}, the first NG used):
+     * each source group's receive round.
      */
     public static final int STATE_DESTINATIONS = 4;
 
@@ -101,7 +102,7 @@ public final class AllToAllKernels {
 
     /** int32 words of {@code state} for {@code worldSize} ranks. */
     public static int stateWords(int worldSize) {
-        return STATE_DESTINATIONS + 4 * worldSize;
+        return STATE_DESTINATIONS + 6 * worldSize;
     }
 
     /**
@@ -112,6 +113,17 @@ public final class AllToAllKernels {
      */
     public static int combineExpectedIndex(int worldSize) {
         return (STATE_DESTINATIONS + 2 * worldSize) / 2;
+    }
+
+    /**
+     * Long index of {@code state}'s first receive round (one per source group {@code g}, int64):
+     * the last round whose rows from {@code g} the block of {@code g} received, in the source-order
+     * receive ({@link #receiveInSourceOrder}). That block keeps its own round, read at its start and
+     * advanced by itself, instead of the grid's {@link #STATE_ROUND}: in {@link #dispatch} it runs
+     * beside the send blocks, one of which advances {@code STATE_ROUND} at a moment it cannot know.
+     */
+    public static int receiveRoundIndex(int worldSize) {
+        return (STATE_DESTINATIONS + 4 * worldSize) / 2;
     }
 
     /**
@@ -137,13 +149,28 @@ public final class AllToAllKernels {
                                     int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize,
                                     int rank, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
                                     int checkIds, @Specialize int quantizeFrom) {
-        int dest = ctx.groupIdx();
+        sendToDestination(ctx, ctx.groupIdx(), ctx.numGroupsX(), x, xScale, indices, numTokens, dispatchSend,
+                dispatchRecv, signals, pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken,
+                topK, expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
+                quantizeFrom);
+    }
+
+    /**
+     * The body of {@link #dispatchSend} for destination {@code dest} of {@code world}: the block
+     * column {@code dest} of a grid whose y extent is dest's blocks ({@link #dispatch} runs it
+     * beside the receive blocks).
+     */
+    static void sendToDestination(KernelContext ctx, int dest, int world, Buf x, Buf xScale, Buf indices,
+                                  Buf numTokens, Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
+                                  Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
+                                  int scalesPerToken, int topK, int expertsPerRank, int groupSize, int rank,
+                                  int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
+                                  int quantizeFrom) {
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
         // resolved before the mode is known (unused for a put peer): from the host's table, a load
         // in flight with the round's and the mode's (nvshmem_ptr's call waited for them, and the
         // ids' loads after it waited for the call)
-        int world = ctx.numGroupsX();
         Buf peerRecv = ctx.peerBuf(dispatchRecv, dest, offsetsRow(peerOffsets, OFFSETS_DISPATCH_RECV, world));
         long round = stateRound + 1;
         int group = rank / groupSize;
@@ -157,7 +184,7 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
-        long packed = MoeKernels.packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
+        long packed = MoeKernels.packRows(ctx, dest, world, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
                 outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
                 expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         int rows = (int) packed;
@@ -173,16 +200,17 @@ public final class AllToAllKernels {
         }
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
-            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, group, serves, rows,
-                    allRows, pairs);
+            finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, world, group, serves,
+                    rows, allRows, pairs);
         }
     }
 
     /**
      * Thread 0's end of a {@link #dispatchSend} block (after its final barrier): makes the block's
      * rows visible, counts the block; the last block of {@code dest} raises {@code dest}'s signal
-     * (when this member serves it), the last of the grid advances the round. Package-private: the
-     * CPU runner's loop form of dispatchSend calls it rather than inlining it (8000 bytes).
+     * (when this member serves it), the last send block ({@code world} columns) advances the round.
+     * Package-private: the CPU runner's loop form of dispatchSend calls it rather than inlining it
+     * (8000 bytes).
      *
      * @param releaseSignal the block alone serves a mapped {@code dest}: its signal is one release
      *                      store into {@code peerSignals}, {@code dest}'s signal words
@@ -195,11 +223,11 @@ public final class AllToAllKernels {
      *              last block in y adds them to the combine rows expected from {@code dest}
      */
     static void finishDispatchSend(KernelContext ctx, Buf signals, Buf peerSignals, boolean releaseSignal, Buf state,
-                                   long round, int dest, int group, boolean serves, int rows, boolean allRows,
-                                   int pairs) {
+                                   long round, int dest, int world, int group, boolean serves, int rows,
+                                   boolean allRows, int pairs) {
         // One block per destination (decode) is its last: no count, no second fence before the signal.
         boolean alone = ctx.numGroupsY() == 1;
-        int rowsWord = STATE_DESTINATIONS + ctx.numGroupsX() + dest;
+        int rowsWord = STATE_DESTINATIONS + world + dest;
         if (releaseSignal) {
             // the block's rows, seen through its final barrier, before the signal: one release store
             // (a fence, then the nvshmem signal's own lookup of the peer, cost 2.1-3 us at 1 token)
@@ -229,10 +257,10 @@ public final class AllToAllKernels {
             // every member of the group, served or not: dest returns a combine row per pair to each.
             // After the signal: only combine recv, a later kernel, reads it, and before it the
             // signal's release would wait for this load's round trip too.
-            long expected = combineExpectedIndex(ctx.numGroupsX()) + dest;
+            long expected = combineExpectedIndex(world) + dest;
             state.setLong(expected, state.getLong(expected) + pairs);
         }
-        if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == ctx.numGroupsX() * ctx.numGroupsY() - 1) {
+        if (ctx.atomicAdd(state, STATE_DISPATCH_SENT, 1) == world * ctx.numGroupsY() - 1) {
             state.setInt(STATE_DISPATCH_SENT, 0);
             state.setLong(STATE_ROUND, round);
         }
@@ -262,30 +290,15 @@ public final class AllToAllKernels {
                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
                                     int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion,
                                     @Specialize int orderedSlots) {
-        long round = state.getLong(STATE_ROUND);
         int g = ctx.groupIdx();
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         if (orderedSlots != 0) {
-            int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
-            int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
-            int[] listed = ctx.allocateIntLocalArray(1);
-            for (int l = tid; l < expertsPerRank; l += threads) {
-                counts[l] = 0;
-            }
-            if (tid == 0) {
-                listed[0] = 0;
-            }
-            for (int s = tid; s <= g; s += threads) {
-                // a wait is a split point of the CPU runner's loop form: its result goes to a local first
-                int rows = receivedRows(ctx, signals, s, round, timeoutNanos, errors, rank, groupSize, waitTag);
-                rowsFrom[s] = rows;
-            }
-            ctx.localBarrier();
-            MoeKernels.scatterOrdered(ctx, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
-                    expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
-                    numGroups, pairsPerRegion, expertsPerRank);
+            receiveInSourceOrder(ctx, g, dispatchRecv, signals, expertNumTokens, expertX, expertXScale, expertOrigin,
+                    pairsFromGroup, state, errors, timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes,
+                    scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
         } else {
+            long round = state.getLong(STATE_ROUND);
             int[] shared = ctx.allocateIntLocalArray(1);
             if (tid == 0) {
                 int rows = receivedRows(ctx, signals, g, round, timeoutNanos, errors, rank, groupSize, waitTag);
@@ -301,6 +314,77 @@ public final class AllToAllKernels {
                 }
             }
         }
+    }
+
+    /**
+     * A whole dispatch in one launch (decode): grid {@code (W + NG) x 1}. Block {@code x < W} is
+     * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g} is
+     * {@link #dispatchRecv}'s ordered receive of source group {@code g}, which needs no other
+     * receive block (the protocol launches this kernel only where dispatch recv takes its slots
+     * in source order). The receive blocks start with the send blocks: their prologue (the round,
+     * the first poll of each signal) overlaps the send, and no kernel boundary lies between the
+     * last signal and the scatter. A receive block waits for send blocks of its own grid (those
+     * of this rank's own group's destinations), so the protocol launches it only when every block
+     * of the grid is resident at once (docs/protocol.md, "Progress").
+     */
+    @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
+    public static void dispatch(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
+                                Buf dispatchRecv, Buf signals, Buf pairLocation, Buf inputReport, Buf state,
+                                Buf peerModes, Buf peerOffsets, Buf expertNumTokens, Buf expertX, Buf expertXScale,
+                                Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos, int waitTag,
+                                int xBytes, int scalesPerToken, @Specialize int topK, int expertsPerRank,
+                                int groupSize, int rank, int rowBytes, int maxTokens, int numGroups,
+                                int pairsPerRegion, int fixedTokens, int checkIds, @Specialize int quantizeFrom) {
+        int world = numGroups * groupSize;
+        int block = ctx.groupIdx();
+        if (block < world) {
+            sendToDestination(ctx, block, world, x, xScale, indices, numTokens, dispatchSend, dispatchRecv, signals,
+                    pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken, topK,
+                    expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
+                    quantizeFrom);
+        } else {
+            receiveInSourceOrder(ctx, block - world, dispatchRecv, signals, expertNumTokens, expertX, expertXScale,
+                    expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank, groupSize,
+                    expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+        }
+    }
+
+    /**
+     * The ordered receive of {@link #dispatchRecv} for source group {@code g} (one block): threads
+     * {@code 0..g} wait for groups {@code 0..g}, then {@link MoeKernels#scatterOrdered}. The round
+     * is the block's own ({@link #receiveRoundIndex}): read here, advanced by thread 0 once every
+     * thread has read it.
+     */
+    static void receiveInSourceOrder(KernelContext ctx, int g, Buf dispatchRecv, Buf signals, Buf expertNumTokens,
+                                     Buf expertX, Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, Buf state,
+                                     Buf errors, long timeoutNanos, int waitTag, int rank, int groupSize,
+                                     int expertsPerRank, int xBytes, int scalesPerToken, int topK, int rowBytes,
+                                     int maxTokens, int numGroups, int pairsPerRegion) {
+        int tid = ctx.localIdx();
+        int threads = ctx.localGroupSizeX();
+        long roundIndex = receiveRoundIndex(numGroups * groupSize) + g;
+        long round = state.getLong(roundIndex) + 1;
+        int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
+        int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
+        int[] listed = ctx.allocateIntLocalArray(1);
+        for (int l = tid; l < expertsPerRank; l += threads) {
+            counts[l] = 0;
+        }
+        if (tid == 0) {
+            listed[0] = 0;
+        }
+        for (int s = tid; s <= g; s += threads) {
+            // a wait is a split point of the CPU runner's loop form: its result goes to a local first
+            int rows = receivedRows(ctx, signals, s, round, timeoutNanos, errors, rank, groupSize, waitTag);
+            rowsFrom[s] = rows;
+        }
+        ctx.localBarrier();
+        if (tid == 0) {
+            state.setLong(roundIndex, round); // every thread read it before the barrier
+        }
+        MoeKernels.scatterOrdered(ctx, g, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
+                expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+                numGroups, pairsPerRegion, expertsPerRank);
     }
 
     /**

@@ -101,16 +101,17 @@ public final class MoeKernels {
                             int pairsPerRegion, int fixedTokens, int checkIds) {
         int dest = ctx.groupIdx();
         boolean serves = dest % groupSize == member;
-        int rows = (int) packRows(ctx, x, xScale, indices, numTokens, pairLocation, inputReport, dispatchSend,
-                (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes, scalesPerToken,
-                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
+        int rows = (int) packRows(ctx, dest, ctx.numGroupsX(), x, xScale, indices, numTokens, pairLocation, inputReport,
+                dispatchSend, (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes,
+                scalesPerToken, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }
     }
 
     /**
-     * The body of {@link #pack} for destination {@code d = groupIdx()}: numbers the rows, writes
+     * The body of {@link #pack} for destination {@code d = dest} of {@code world} (pack's
+     * {@code groupIdx()} and {@code numGroupsX()}; the caller's block column): numbers the rows, writes
      * {@code pairLocation} (and m, and the input check, as pack documents) and, with
      * {@code copy != 0}, writes the rows of block {@code y}'s tokens (its range, as pack documents)
      * into {@code rowsOut} from row {@code outRegionRow} on. With {@code putPeer >= 0} the block
@@ -125,14 +126,15 @@ public final class MoeKernels {
      * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
      * H / 128, and xScale is not read; -1 copies x's bytes and xScale's scales as they are.
      */
-    static long packRows(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf pairLocation,
-                        Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst, long putRegionRow,
-                        int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank, int rowBytes,
-                        int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds, int quantizeFrom) {
+    static long packRows(KernelContext ctx, int dest, int world, Buf x, Buf xScale, Buf indices, Buf numTokens,
+                        Buf pairLocation, Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst,
+                        long putRegionRow, int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank,
+                        int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
+                        int quantizeFrom) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        int dest = ctx.groupIdx();
         int firstExpert = dest * expertsPerRank;
+        int numExperts = world * expertsPerRank;
 
         // Scan buffers have two halves (ping-pong) so each scan step needs one barrier.
         int[] scanRows = ctx.allocateIntLocalArray(2 * MAX_THREADS);
@@ -193,7 +195,7 @@ public final class MoeKernels {
                 }
                 ctx.localBarrier();
                 int pairs = routeToken(ctx, chunkIds, (chunk - stagedFirst) * topK, tokenLocal, tokenDropped, chunk,
-                        chunkTokens, topK, tid, firstExpert, expertsPerRank, dest == 0, false, inputReport);
+                        chunkTokens, topK, tid, firstExpert, expertsPerRank, numExperts, dest == 0, false, inputReport);
                 countedRows += pairs > 0 ? 1 : 0;
                 countedPairs += pairs;
                 // the next chunk overwrites the ids and routes
@@ -225,7 +227,7 @@ public final class MoeKernels {
             // before the tokens read the slots' routes, moved nothing in the W = 4 phases and cost
             // 14% at 4096 tokens for prefill chunks: docs/benchmarks.md.)
             int pairs = routeToken(ctx, chunkIds, idsBase, tokenLocal, tokenDropped, chunk, n, topK, tid, firstExpert,
-                    expertsPerRank, dest == 0, checkTokens != 0 && tid >= skip && tid < own, inputReport);
+                    expertsPerRank, numExperts, dest == 0, checkTokens != 0 && tid >= skip && tid < own, inputReport);
             scanRows[tid] = pairs > 0 ? 1 : 0;
             scanPairs[tid] = pairs;
             ctx.localBarrier();
@@ -469,8 +471,9 @@ public final class MoeKernels {
      * The scatter of a dispatch receive grid of one block per source group (decode, where the
      * protocol chooses it): slots in source-group order, counted in shared memory instead of with
      * global atomics, so that no block needs another's counts and the grid needs no completion
-     * count. Block {@code g} counts the pairs of every earlier group {@code s < g} per local expert
-     * in {@code counts} (zero at the call), then takes its own pairs' slots after them; the last
+     * count. The block of group {@code g = group} counts the pairs of every earlier group
+     * {@code s < g} per local expert in {@code counts} (zero at the call), then takes its own
+     * pairs' slots after them; the last
      * group's block, whose counts then cover every group, writes {@code expertNumTokens}. After the
      * waits, one round trip to memory (every row's meta, all at once) before the copy, where the
      * counted scatter takes five more (the slot atomics, the grid count between two fences, the
@@ -480,13 +483,12 @@ public final class MoeKernels {
      * @param counts shared, {@code [L]} zero: pairs per local expert
      * @param listed shared, {@code [1]} zero: the length of the block's copy list
      */
-    static void scatterOrdered(KernelContext ctx, Buf dispatchRecv, int[] rowsFrom, int[] counts, int[] listed,
-                               Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+    static void scatterOrdered(KernelContext ctx, int group, Buf dispatchRecv, int[] rowsFrom, int[] counts,
+                               int[] listed, Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
                                Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK, int rowBytes,
                                int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        int group = ctx.groupIdx();
         int capacity = numGroups * maxTokens;
         int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
         int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
@@ -807,13 +809,12 @@ public final class MoeKernels {
      * the chunk).
      */
     static int routeToken(KernelContext ctx, int[] ids, int idsBase, long[] tokenLocal, long[] tokenDropped, int chunk,
-                          int n, int topK, int tid, int firstExpert, int expertsPerRank, boolean dropsOutOfRange,
-                          boolean check, Buf inputReport) {
+                          int n, int topK, int tid, int firstExpert, int expertsPerRank, int numExperts,
+                          boolean dropsOutOfRange, boolean check, Buf inputReport) {
         if (tid >= n) {
             return 0;
         }
         int first = idsBase + tid * topK;
-        int numExperts = ctx.numGroupsX() * expertsPerRank; // one block column per destination
         long localMask = 0;
         long dropMask = 0;
         // the first bad slot, reported once after the loop: a report inlined per slot made the

@@ -334,6 +334,14 @@ public final class AllToAllProtocol implements MoeAllToAll {
         return orderedSlots != 0;
     }
 
+    /**
+     * Whether this handle's {@link #dispatch} is one launch ({@code AllToAllKernels.dispatch}: decode
+     * sizes, the joined grid resident at once) rather than dispatch send's and dispatch recv's.
+     */
+    public boolean dispatchesInOneLaunch() {
+        return dispatchGrid != null;
+    }
+
     /** The phase this handle is in (which call it accepts next). */
     public Phase phase() {
         return phase;

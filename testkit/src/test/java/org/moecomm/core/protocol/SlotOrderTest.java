@@ -104,7 +104,7 @@ class SlotOrderTest {
      * reference's rows of that expert (a group's tokens are random, so distinct), must not decrease
      * from slot to slot.
      */
-    private static List<String> sourceOrderProblems(MoeAllToAll h, RankBuffers b, Reference ref, String round) {
+    static List<String> sourceOrderProblems(MoeAllToAll h, RankBuffers b, Reference ref, String round) {
         MoeConfig c = h.config();
         int l = c.expertsPerRank();
         int xb = c.hidden() * c.expertInType().bytes();

@@ -27,18 +27,40 @@ public final class CheckedRound {
      */
     public static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer,
                                          Runnable betweenHalves) {
+        return run(buffers, workload, countInBuffer, false, betweenHalves);
+    }
+
+    /**
+     * Like {@link #run(RankBuffers, Workload, boolean)}, each operation called whole
+     * ({@link MoeAllToAll#dispatch}, {@link MoeAllToAll#combine}): dispatch is then one launch
+     * where the handle joins its halves (decode sizes).
+     */
+    public static ResultCheck.Report runWhole(RankBuffers buffers, Workload workload, boolean countInBuffer) {
+        return run(buffers, workload, countInBuffer, true, () -> { });
+    }
+
+    private static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer, boolean whole,
+                                          Runnable betweenHalves) {
         MoeAllToAll h = buffers.handle();
         int rank = h.rank();
         buffers.poisonOutputs();
         DispatchInput in = buffers.upload(workload.rank(rank), countInBuffer);
-        h.dispatchSend(in);
-        betweenHalves.run();
-        h.dispatchRecv(buffers.dispatchOutput());
+        if (whole) {
+            h.dispatch(in, buffers.dispatchOutput());
+        } else {
+            h.dispatchSend(in);
+            betweenHalves.run();
+            h.dispatchRecv(buffers.dispatchOutput());
+        }
         ResultCheck.Report d = ResultCheck.dispatch(workload.reference(), rank, h.memory(), buffers.dispatchOutput());
         buffers.runExperts();
-        h.combineSend(buffers.expertY());
-        betweenHalves.run();
-        h.combineRecv(buffers.weights(), buffers.out());
+        if (whole) {
+            h.combine(buffers.combineInput(), buffers.out());
+        } else {
+            h.combineSend(buffers.expertY());
+            betweenHalves.run();
+            h.combineRecv(buffers.weights(), buffers.out());
+        }
         ResultCheck.Report c = ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
                 buffers.out());
         return d.and(c);

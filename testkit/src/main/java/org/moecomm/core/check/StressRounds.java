@@ -16,8 +16,9 @@ import org.moecomm.kernels.cpu.CpuKernelRunner;
  * Many checked rounds on one handle, each with new inputs: a random m per rank group (0 and M
  * among them), random -1 ids, routing that is uniform or skewed towards a rank that changes from
  * round to round, m given as a Java int and in device memory in turn, tokens from the
- * quantisation's edge cases when dispatch quantises, and each rank arriving at each half after
- * its own random delay. Every round is checked in full against the reference
+ * quantisation's edge cases when dispatch quantises, and each rank arriving at each round, and
+ * in half of the rounds at each half, after its own random delay (the other rounds call dispatch
+ * and combine whole: one launch of dispatch at decode sizes). Every round is checked in full against the reference
  * ({@link CheckedRound}): the expert counts, every expert row as a multiset, the rows beyond the
  * counts untouched, and every element of the combine output.
  *
@@ -114,7 +115,9 @@ public final class StressRounds {
             SplittableRandom skew = new SplittableRandom((options.seed() + round) * 31 + rank);
             Runnable delay = () -> pause(skew, options.maxSkewMicros());
             delay.run();
-            ResultCheck.Report report = CheckedRound.run(buffers, w, round % 2 == 1, delay);
+            // rounds 2 and 3 of every four call the operations whole: dispatch in one launch at decode sizes
+            ResultCheck.Report report = round % 4 >= 2 ? CheckedRound.runWhole(buffers, w, round % 2 == 1)
+                    : CheckedRound.run(buffers, w, round % 2 == 1, delay);
             rows += rowsChecked(w.reference(), rank);
             if (!report.ok()) {
                 failed++;

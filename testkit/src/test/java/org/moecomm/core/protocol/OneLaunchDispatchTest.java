@@ -11,10 +11,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.moecomm.core.DispatchInput;
-import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
-import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.CheckedRound;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.testing.Harness;
@@ -48,7 +46,8 @@ class OneLaunchDispatchTest {
             }
             for (int i = 0; i < workloads.size(); i++) {
                 Workload w = workloads.get(i);
-                ResultCheck.Report report = round(h, b, w, i % 2 == 0, i % 4 >= 2);
+                ResultCheck.Report report = i % 2 == 0 ? CheckedRound.runWhole(b, w, i % 4 >= 2)
+                        : CheckedRound.run(b, w, i % 4 >= 2);
                 if (!report.ok()) {
                     p.add("round " + i + (i % 2 == 0 ? " (one launch): " : " (two launches): ") + report);
                 }
@@ -81,7 +80,7 @@ class OneLaunchDispatchTest {
                 if (h.rank() == config.worldSize() - 1) {
                     sleep(30);
                 }
-                mine.add(round(h, b, workloads.get(i), true, i % 2 == 1));
+                mine.add(CheckedRound.runWhole(b, workloads.get(i), i % 2 == 1));
             }
             return mine;
         }));
@@ -95,24 +94,6 @@ class OneLaunchDispatchTest {
         List<Boolean> oneLaunch = Harness.onAllRanks(config,
                 (h, b) -> ((AllToAllProtocol) h).dispatchesInOneLaunch());
         assertFalse(oneLaunch.contains(true), "one launch at M = 16: " + oneLaunch);
-    }
-
-    /** One checked round: dispatch whole ({@code oneLaunch}) or as its two halves, then combine. */
-    private static ResultCheck.Report round(MoeAllToAll h, RankBuffers b, Workload w, boolean oneLaunch,
-                                            boolean countInBuffer) {
-        int rank = h.rank();
-        b.poisonOutputs();
-        DispatchInput in = b.upload(w.rank(rank), countInBuffer);
-        if (oneLaunch) {
-            h.dispatch(in, b.dispatchOutput());
-        } else {
-            h.dispatchSend(in);
-            h.dispatchRecv(b.dispatchOutput());
-        }
-        ResultCheck.Report d = ResultCheck.dispatch(w.reference(), rank, h.memory(), b.dispatchOutput());
-        b.runExperts();
-        h.combine(b.combineInput(), b.out());
-        return d.and(ResultCheck.combine(w.reference(), rank, w.expertFunction(), h.memory(), b.out()));
     }
 
     private static void sleep(long ms) {

@@ -63,10 +63,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * which a single block per unit still pays: measured (H100, deepseek-v3, graph replay), one block
      * at 8 tokens took W = 4 dispatch (16 pairs) from 36.1 to 34.4-34.8 us but W = 2 (32 pairs: one
      * receive block copying twice the rows) from 25.4 to 26.3-26.4; at 16 tokens W = 4 (32 pairs)
-     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/). A send block
-     * copies rows, not pairs (at most M of them per destination), so dispatch send is not bound by it.
+     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/). Since dispatch
+     * is one launch there ({@link #dispatch}), 32 pairs pay too: W = 2 at 8 tokens 22.3, 22.5 ->
+     * 21.9, 21.4 us (benchmarks/results/2026-12-06-one-launch-dispatch-experiment/); M stays within
+     * {@link #ONE_BLOCK_TOKENS}, so only W <= 2 moves. A send block copies rows, not pairs (at most M
+     * of them per destination), so dispatch send is not bound by it.
      */
-    static final int ONE_BLOCK_PAIRS = 16;
+    static final int ONE_BLOCK_PAIRS = 32;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**

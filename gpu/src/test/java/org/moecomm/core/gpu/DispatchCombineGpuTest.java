@@ -78,17 +78,18 @@ class DispatchCombineGpuTest {
      * Dispatch and combine captured once into two CUDA graphs each rank, then replayed 120 rounds
      * with new tokens, ids, weights and m (through a count in device memory) written into the same
      * buffers before each replay, every round checked against the reference; with direct stores
-     * and with puts.
+     * and with puts, and with dispatch in one launch (decode sizes) and in two.
      */
-    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6}")
+    @ParameterizedTest(name = "W={0} E={1} K={2} H={3} M={4} {5} peerWrites={6} dispatch launches={7}")
     @CsvSource({
-        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO",
-        "2, 16, 4, 512, 24, BF16, PUTS",
-        "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO",
-        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO",
-        "2, 16, 4, 512, 2, BF16, PUTS",
+        "4, 32, 8, 1024, 16, FP8_E4M3, AUTO, 2",
+        "2, 16, 4, 512, 24, BF16, PUTS, 2",
+        "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO, 2",
+        "4, 32, 8, 1024, 4, FP8_E4M3, AUTO, 1",
+        "2, 16, 4, 512, 2, BF16, PUTS, 1",
     })
-    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes) {
+    void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes,
+                                                  int dispatchLaunches) {
         GpuTestSupport.CapturedOutput out = new GpuTestSupport.CapturedOutput(true);
         LocalLauncher.Result r = GpuTestSupport.launcher(world, GraphReplayMain.class, out, Duration.ofMinutes(5))
                 .args(Integer.toString(e), Integer.toString(k), Integer.toString(h), Integer.toString(m), in, writes,
@@ -96,8 +97,9 @@ class DispatchCombineGpuTest {
                 .build().run();
         assertArrayEquals(new int[world], r.exitCodes());
         for (int rank = 0; rank < world; rank++) {
-            assertTrue(out.text().contains("[rank " + rank + "] CHECK graph-replay ok rank " + rank),
-                    "rank " + rank + " did not report success");
+            assertTrue(out.text().contains("[rank " + rank + "] CHECK graph-replay ok rank " + rank + " (120 replays of"
+                    + " two captured graphs, dispatch in " + (dispatchLaunches == 1 ? "one launch" : "two launches")),
+                    "rank " + rank + " did not report success with dispatch in " + dispatchLaunches + " launch(es)");
         }
     }
 

@@ -11,6 +11,7 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.launch.LaunchEnv;
+import org.moecomm.core.protocol.AllToAllProtocol;
 
 /**
  * A rank of the CUDA graph test: dispatch (send + recv) and combine (send + recv) are captured
@@ -42,9 +43,12 @@ public final class GraphReplayMain {
         int rounds = Integer.parseInt(args[6]);
         long seed = Long.parseLong(args[7]);
         int bad = 0;
+        String launches;
         try (GpuBackend gpu = GpuBackend.start(config)) {
             int rank = gpu.rank();
             try (MoeAllToAll h = gpu.createHandle(config)) {
+                launches = ((AllToAllProtocol) h).dispatchesInOneLaunch() ? "dispatch in one launch"
+                        : "dispatch in two launches";
                 RankBuffers buffers = RankBuffers.allocate(h);
                 // the graphs keep the buffers of the first upload; later uploads rewrite those buffers
                 DispatchInput in = buffers.upload(Workload.generate(config, seed).rank(rank), true);
@@ -82,7 +86,7 @@ public final class GraphReplayMain {
                 System.exit(1);
             }
             System.out.println("CHECK graph-replay ok rank " + rank + " (" + rounds + " replays of two captured graphs, "
-                    + config + ")");
+                    + launches + ", " + config + ")");
         }
     }
 }

@@ -16,7 +16,9 @@ import org.moecomm.kernels.api.Specialize;
  *   <li>{@link #dispatchRecv}: bounded waits for every source group, scatter, expert counts;</li>
  *   <li>{@link #combineSend}: bounded waits for the previous round's combine-done, gather into
  *       mapped peers or staged and put, then the combine signals;</li>
- *   <li>{@link #combineRecv}: bounded waits, weighted reduction, combine-done signals.</li>
+ *   <li>{@link #combineRecv}: bounded waits, weighted reduction, combine-done signals;</li>
+ *   <li>{@link #dispatch}: at decode sizes, dispatch send's blocks and the source-order dispatch
+ *       receive's blocks in one grid (one launch for the whole dispatch).</li>
  * </ul>
  *
  * <p><b>Round state on the device.</b> {@code state} (int32 words, zero when the handle is made)
@@ -34,9 +36,11 @@ import org.moecomm.kernels.api.Specialize;
  * count: its one block is the last. The combine grids count nothing: each block adds what it
  * contributed to the peers' signal words itself, with a release ({@link #signalFromBlock}), and the
  * receiver waits for the sum it expects (combine: the rows, from dispatch's pair counts;
- * combine-done: {@link #DONE_PER_ROUND} per round). No block ever waits for another block of its
- * own grid, so the grids need not be resident all at once: a block only waits for other ranks'
- * earlier kernels (docs/protocol.md, "Progress").
+ * combine-done: {@link #DONE_PER_ROUND} per round). Outside {@link #dispatch} no block waits for
+ * another block of its own grid, so the grids need not be resident all at once: a block only
+ * waits for other ranks' earlier kernels; {@link #dispatch}'s receive blocks wait for its send
+ * blocks, and the protocol launches it only when every block is resident (docs/protocol.md,
+ * "Progress").
  *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
  * rows are stored straight into its buffer through {@code peerBuf}, its address from the host's

@@ -55,7 +55,7 @@ class BlockSharesTest {
      */
     @Test
     void theRoundKernelsDivideIn32Bits() {
-        for (String name : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv")) {
+        for (String name : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv", "dispatch")) {
             String ptx = PtxCompiler.hopper().compile(new Kernel(AllToAllKernels.class, name)).ptx();
             int fallbacks = count(ptx, "inlined org.moecomm.kernels.moe.MoeKernels.splitPoint(");
             assertEquals(fallbacks, count(ptx, "div.s64 "), name + " divides in 64 bits");

@@ -48,7 +48,7 @@ class DeviceFunctionCallsTest {
 
     @Test
     void theAllToAllKernelsCompileAndPtxasAcceptsThem() throws Exception {
-        for (String name : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv")) {
+        for (String name : List.of("dispatchSend", "dispatchRecv", "combineSend", "combineRecv", "dispatch")) {
             PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
             assertTrue(!k.deviceFunctions().isEmpty(), name);
             Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
@@ -63,7 +63,7 @@ class DeviceFunctionCallsTest {
      */
     @Test
     void theRoundKernelsResolvePeersFromTheHostsTableWithoutACall() {
-        for (String name : List.of("dispatchSend", "combineSend", "combineRecv")) {
+        for (String name : List.of("dispatchSend", "combineSend", "combineRecv", "dispatch")) {
             PtxKernel k = new PtxCompiler(PtxTarget.HOPPER).compile(new Kernel(AllToAllKernels.class, name));
             assertTrue(!k.deviceFunctions().contains(DeviceFunctions.PTR.name()), name + " calls " + k.deviceFunctions());
             assertTrue(!k.ptx().contains("call (callr), mnvd_ptr"), name);

@@ -137,11 +137,11 @@ class LibraryKernelsTest {
     }
 
     @Test
-    void libraryHasTheFourKernels() {
+    void libraryHasTheRoundKernels() {
         List<String> names = library().map(Kernel::name).toList();
         Assumptions.assumeFalse(names.isEmpty(), LIBRARY + " is not on the class path");
         assertTrue(names.containsAll(List.of("pack", "scatter", "gather", "reduce", "dispatchSend", "dispatchRecv",
-                "combineSend", "combineRecv")), names.toString());
+                "combineSend", "combineRecv", "dispatch")), names.toString());
     }
 
     @ParameterizedTest(name = "{0}")

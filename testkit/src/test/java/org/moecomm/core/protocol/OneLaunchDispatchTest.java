@@ -78,7 +78,7 @@ class OneLaunchDispatchTest {
             List<ResultCheck.Report> mine = new ArrayList<>();
             for (int i = 0; i < workloads.size(); i++) {
                 if (h.rank() == config.worldSize() - 1) {
-                    sleep(30);
+                    RoundsTest.sleep(30);
                 }
                 mine.add(CheckedRound.runWhole(b, workloads.get(i), i % 2 == 1));
             }
@@ -94,14 +94,5 @@ class OneLaunchDispatchTest {
         List<Boolean> oneLaunch = Harness.onAllRanks(config,
                 (h, b) -> ((AllToAllProtocol) h).dispatchesInOneLaunch());
         assertFalse(oneLaunch.contains(true), "one launch at M = 16: " + oneLaunch);
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
     }
 }

@@ -31,7 +31,7 @@ import org.moecomm.kernels.moe.MoeKernels;
 /**
  * Dispatch recv's two ways of taking slots ({@code AllToAllKernels.dispatchRecv}): in source
  * order, counted in shared memory, where the grid has one block per source group (decode sizes:
- * up to 4 tokens, and up to 8 while a source group sends at most 16 pairs on average),
+ * up to 4 tokens, and up to 8 while a source group sends at most 32 pairs on average),
  * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots and match
  * the reference on fresh inputs with poisoned outputs, at one thread per block and at the GPU's
  * block size, and every local expert's rows come group by group in increasing source group.
@@ -86,12 +86,16 @@ class SlotOrderTest {
         assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 9: several blocks per source group");
         assertEquals(List.of(false), orderedOnEachRank(manyExperts),
                 "more local experts than the kernel's shared counters");
-        MoeConfig manyPairs = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(128).maxTokensPerRank(8)
+        MoeConfig boundPairs = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(128).maxTokensPerRank(8)
                 .build();
-        MoeConfig fewPairs = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(128).maxTokensPerRank(4)
+        MoeConfig manyPairs = Harness.config().worldSize(2).numExperts(32).topK(16).hidden(128).maxTokensPerRank(8)
                 .build();
+        MoeConfig fewPairs = Harness.config().worldSize(2).numExperts(32).topK(16).hidden(128).maxTokensPerRank(4)
+                .build();
+        assertEquals(List.of(true, true), orderedOnEachRank(boundPairs),
+                "M = 8, M*K/W = 32 pairs per source group: one block per source group");
         assertEquals(List.of(false, false), orderedOnEachRank(manyPairs),
-                "M = 8, M*K/W = 32 pairs per source group: two blocks per source group");
+                "M = 8, M*K/W = 64 pairs per source group: two blocks per source group");
         assertEquals(List.of(true, true), orderedOnEachRank(fewPairs), "M = 4: one block whatever the pairs");
     }
 

@@ -53,23 +53,18 @@ public final class AllToAllProtocol implements MoeAllToAll {
     /** Fewest rows of M a dispatch block is given: tiny rounds (decode) use one block per destination or source. */
     static final int MIN_ROWS_PER_BLOCK = 4;
     /**
-     * Up to this M dispatch send has one block per destination (no count, the release-store
-     * signal), and dispatch recv one block per source group (the slots in source order) while its
-     * share stays small: see {@link #ONE_BLOCK_PAIRS}.
+     * Up to this M (decode sizes) dispatch send has one block per destination (no count, the
+     * release-store signal), and dispatch recv takes its slots in source order with
+     * {@link #receiveParts} blocks per source group.
      */
     static final int ONE_BLOCK_TOKENS = 8;
     /**
-     * Most pairs one source group sends this rank on average ({@code M*K/W}, uniform routing) for
-     * which a single block per unit still pays: measured (H100, deepseek-v3, graph replay), one block
-     * at 8 tokens took W = 4 dispatch (16 pairs) from 36.1 to 34.4-34.8 us but W = 2 (32 pairs: one
-     * receive block copying twice the rows) from 25.4 to 26.3-26.4; at 16 tokens W = 4 (32 pairs)
-     * it was 2-3 us slower (benchmarks/results/2026-12-06-ordered-slots-experiment/). Since dispatch
-     * is one launch there ({@link #dispatch}), 32 pairs pay too: W = 2 at 8 tokens 22.3, 22.5 ->
-     * 21.9, 21.4 us (benchmarks/results/2026-12-06-one-launch-dispatch-experiment/); M stays within
-     * {@link #ONE_BLOCK_TOKENS}, so only W <= 2 moves. A send block copies rows, not pairs (at most M
-     * of them per destination), so dispatch send is not bound by it.
+     * Pairs one block of the source-order receive copies on average ({@code M*K/W} per source
+     * group, uniform routing, over its parts; {@link #receiveParts}). With one block per group the
+     * copy was the longest step after the last signal at 8 tokens: 6.0-6.3 us at W = 2 (32 pairs),
+     * 2.8-3.6 us at W = 4 (16), benchmarks/results/2026-12-06-one-launch-trace/.
      */
-    static final int ONE_BLOCK_PAIRS = 32;
+    static final int PAIRS_PER_RECEIVE_BLOCK = 8;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**
@@ -124,8 +119,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Grid dispatchSendGrid;
     private final Grid dispatchRecvGrid;
     /**
-     * The grid of {@link #DISPATCH} ({@code (W + NG) x 1}), or null where {@link #dispatch} makes
-     * the two launches ({@link #oneLaunchDispatch}).
+     * The grid of {@link #DISPATCH} ({@code (W + NG*P) x 1}, {@code P} the receive parts), or null
+     * where {@link #dispatch} makes the two launches ({@link #oneLaunchDispatch}).
      */
     private final Grid dispatchGrid;
     private final Grid combineSendGrid;
@@ -208,9 +203,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int l = config.expertsPerRank();
         this.threads = runner.blockThreads(MoeKernels.THREADS);
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws, true), threads);
-        this.dispatchRecvGrid = Grid.of(ng, blocksPer(ng, false), threads);
-        this.orderedSlots = orderedSlots(dispatchRecvGrid) ? 1 : 0;
-        this.dispatchGrid = oneLaunchDispatch() ? Grid.of(ws + ng, 1, threads) : null;
+        this.orderedSlots = orderedSlots() ? 1 : 0;
+        this.dispatchRecvGrid = Grid.of(ng, orderedSlots != 0 ? receiveParts() : blocksPer(ng, false), threads);
+        this.dispatchGrid = oneLaunchDispatch() ? Grid.of(ws + ng * dispatchRecvGrid.blocksY(), 1, threads) : null;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block with rows also waits, fences and
         // signals, and blocks beyond the rows there can be only add their start.
@@ -295,7 +290,9 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long[] state = new long[(int) (layout.roundStateBytes() / 8)]; // stateWords is even
         state[AllToAllKernels.STATE_ROUND / 2] = rounds;
         for (int g = 0; g < ng; g++) {
-            state[AllToAllKernels.receiveRoundIndex(ws) + g] = rounds;
+            for (int part = 0; part < AllToAllKernels.MAX_RECEIVE_PARTS; part++) {
+                state[AllToAllKernels.receiveRoundIndex(ws, g, part)] = rounds;
+            }
         }
         memory.copyFromHost(roundState, 0, MemorySegment.ofArray(state));
         long[] words = new long[layout.signalCount()];
@@ -335,6 +332,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
      */
     public boolean slotsInSourceOrder() {
         return orderedSlots != 0;
+    }
+
+    /** Blocks per source group of dispatch recv (with slots in source order: its parts, {@link #receiveParts}). */
+    int receiveBlocksPerSourceGroup() {
+        return dispatchRecvGrid.blocksY();
     }
 
     /**
@@ -465,13 +467,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Whether dispatch recv can take its slots in source order (one block per source group, and
-     * the groups, local experts and one group's pairs within the kernel's shared-memory tables):
-     * after the waits one round trip before the copy instead of six. {@code -Dmoecomm.orderedSlots=false}
-     * keeps the counted slots, for measurements.
+     * Whether dispatch recv can take its slots in source order (decode sizes, and the groups, local
+     * experts and one group's pairs within the kernel's shared-memory tables): after the waits one
+     * round trip before the copy instead of six. {@code -Dmoecomm.orderedSlots=false} keeps the
+     * counted slots, for measurements.
      */
-    private boolean orderedSlots(Grid recvGrid) {
-        return recvGrid.blocksY() == 1 && config.numGroups() <= MoeKernels.ORDERED_GROUPS
+    private boolean orderedSlots() {
+        return config.maxTokensPerRank() <= ONE_BLOCK_TOKENS && config.numGroups() <= MoeKernels.ORDERED_GROUPS
                 && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
                 && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
                 && Boolean.parseBoolean(System.getProperty("moecomm.orderedSlots", "true"));
@@ -528,7 +530,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * two launches, for measurements.
      */
     private boolean oneLaunchDispatch() {
-        int blocks = config.worldSize() + config.numGroups();
+        int blocks = config.worldSize() + config.numGroups() * dispatchRecvGrid.blocksY();
         return orderedSlots != 0 && dispatchSendGrid.blocksY() == 1
                 && Boolean.parseBoolean(System.getProperty("moecomm.oneLaunchDispatch", "true"))
                 && blocks <= runner.residentBlocks(DISPATCH, threads,
@@ -536,19 +538,33 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Blocks per destination (dispatch send) or source group (dispatch recv): enough for about
-     * two blocks per unit of device parallelism in all, since those kernels' bytes are the bulk of
-     * dispatch, but no more than M allows (a decode round runs one block per unit, up to 4 tokens, and
-     * up to {@link #ONE_BLOCK_TOKENS}, for dispatch recv while the pairs per source group stay within
-     * {@link #ONE_BLOCK_PAIRS}: every block counts towards the signal, so idle blocks only add latency).
+     * Blocks per destination (dispatch send) or source group (the counted dispatch recv): enough
+     * for about two blocks per unit of device parallelism in all, since those kernels' bytes are
+     * the bulk of dispatch, but no more than M allows (dispatch send runs one block per destination
+     * up to {@link #ONE_BLOCK_TOKENS}: every block counts towards the signal, so idle blocks only
+     * add latency).
      */
     private int blocksPer(int units, boolean send) {
         int wanted = (2 * runner.concurrentBlocks() + units - 1) / units;
         int m = config.maxTokensPerRank();
-        boolean oneBlock = m <= ONE_BLOCK_TOKENS
-                && (send || (long) m * config.topK() <= (long) ONE_BLOCK_PAIRS * config.worldSize());
+        boolean oneBlock = m <= ONE_BLOCK_TOKENS && send;
         int useful = oneBlock ? 1 : (m + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK; // 1 up to 4 tokens anyway
         return Math.max(1, Math.min(Math.min(wanted, useful), MAX_BLOCKS_PER_UNIT));
+    }
+
+    /**
+     * Blocks per source group of the source-order receive: the power of two, at most
+     * {@code AllToAllKernels.MAX_RECEIVE_PARTS}, that gives each about
+     * {@link #PAIRS_PER_RECEIVE_BLOCK} of the group's pairs on average (each part copies the rows
+     * of its share of the local experts; {@code MoeKernels.scatterOrdered}).
+     */
+    private int receiveParts() {
+        long pairs = (long) config.maxTokensPerRank() * config.topK() / config.worldSize();
+        int parts = 1;
+        while (parts < AllToAllKernels.MAX_RECEIVE_PARTS && (long) parts * PAIRS_PER_RECEIVE_BLOCK < pairs) {
+            parts *= 2;
+        }
+        return parts;
     }
 
     // ---- step 3: combine send ----

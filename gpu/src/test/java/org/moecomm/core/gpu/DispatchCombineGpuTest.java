@@ -52,11 +52,14 @@ class DispatchCombineGpuTest {
         "2, 2, 16, 4, 384, 24, FP16->FP8_E4M3, FP32, FP16, 8, halves",
         "4, 1, 16, 4, 512, 300, BF16->FP8_E4M3, BF16, BF16, 4, puts",
         "8, 1, 256, 8, 7168, 128, BF16->FP8_E4M3, BF16, BF16, 4, plain",
-        // decode sizes (M <= 4): dispatch recv takes its slots in source order
+        // decode sizes (M <= 8): dispatch recv takes its slots in source order, with 1, 2 or 4
+        // blocks per source group (the M = 8 rows above have 2)
         "4, 1, 32, 8, 7168, 1, FP8_E4M3, BF16, BF16, 8, plain",
         "4, 2, 16, 4, 512, 3, BF16, FP32, BF16, 8, halves",
         "2, 1, 16, 4, 512, 4, FP16, BF16, BF16, 8, puts",
         "8, 1, 256, 8, 7168, 2, BF16->FP8_E4M3, BF16, BF16, 8, plain",
+        "2, 1, 16, 8, 512, 8, BF16, BF16, BF16, 8, plain",
+        "2, 1, 16, 8, 512, 8, FP8_E4M3, BF16, BF16, 8, puts",
     })
     void roundsMatchTheReference(int world, int g, int e, int k, int h, int m, String in, String expertOut,
                                  String outType, int rounds, String mode) {
@@ -87,6 +90,8 @@ class DispatchCombineGpuTest {
         "4, 32, 8, 1024, 16, BF16->FP8_E4M3, AUTO, 2",
         "4, 32, 8, 1024, 4, FP8_E4M3, AUTO, 1",
         "2, 16, 4, 512, 2, BF16, PUTS, 1",
+        "2, 16, 8, 512, 8, BF16, AUTO, 1",
+        "4, 32, 8, 1024, 8, FP8_E4M3, PUTS, 1",
     })
     void capturedRoundsReplayAndMatchTheReference(int world, int e, int k, int h, int m, String in, String writes,
                                                   int dispatchLaunches) {

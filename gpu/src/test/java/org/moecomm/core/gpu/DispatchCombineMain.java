@@ -28,7 +28,8 @@ import org.moecomm.kernels.ptx.PtxCompiler;
  * quantising dispatch ({@code BF16->FP8_E4M3}: its tokens are drawn from the quantisation's edge
  * cases, {@link Workload.Options#edgeValues(boolean)}); with {@code halves} in the mode every operation
  * runs as its send and receive halves with a kernel ({@link ScratchKernels#increment}) launched
- * between them, whose result is checked at the end; with {@code puts} every peer is reached by
+ * between them, whose result is checked at the end (without, half of the rounds call the operations
+ * whole: dispatch in one launch at decode sizes); with {@code puts} every peer is reached by
  * staged puts ({@link PeerWrites#PUTS}) instead of direct stores. Prints {@code CHECK dispatch-combine ok rank r} or
  * the problems (exit code 1).
  */
@@ -78,7 +79,10 @@ public final class DispatchCombineMain {
                 for (int i = 0; i < rounds; i++) {
                     Workload w = Workload.generate(config, seed + i, variant(i, config));
                     long t0 = System.nanoTime();
-                    ResultCheck.Report report = CheckedRound.run(buffers, w, i % 2 == 1, between);
+                    // without halves, rounds 2 and 3 of every four call dispatch and combine whole
+                    // (dispatch in one launch at decode sizes)
+                    ResultCheck.Report report = !halves && i % 4 >= 2 ? CheckedRound.runWhole(buffers, w, i % 2 == 1)
+                            : CheckedRound.run(buffers, w, i % 2 == 1, between);
                     long us = (System.nanoTime() - t0) / 1000;
                     if (!report.ok()) {
                         bad++;

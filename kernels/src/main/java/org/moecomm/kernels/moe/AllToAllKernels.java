@@ -60,8 +60,8 @@ public final class AllToAllKernels {
      * int32 {@code [W]}: the destination's rows of the current launch, written by its last block in
      * y (the one whose tokens end at m) for the block that raises the signal; then int64
      * {@code [W]} ({@link #combineExpectedIndex}): the combine rows expected from each rank over
-     * every round so far; then int64 {@code [W]} ({@link #receiveRoundIndex}, the first NG used):
-     * each source group's receive round.
+     * every round so far; then int64 {@code [W][MAX_RECEIVE_PARTS]} ({@link #receiveRoundIndex},
+     * the first NG used): each source group's receive round, per part.
      */
     public static final int STATE_DESTINATIONS = 4;
 
@@ -106,8 +106,11 @@ public final class AllToAllKernels {
 
     /** int32 words of {@code state} for {@code worldSize} ranks. */
     public static int stateWords(int worldSize) {
-        return STATE_DESTINATIONS + 6 * worldSize;
+        return STATE_DESTINATIONS + (4 + 2 * MAX_RECEIVE_PARTS) * worldSize;
     }
+
+    /** Most blocks per source group of the source-order receive (a power of two; {@link MoeKernels#scatterOrdered}). */
+    public static final int MAX_RECEIVE_PARTS = 8;
 
     /**
      * Long index of {@code state}'s first expected-combine-rows counter (one per rank {@code d},
@@ -120,14 +123,15 @@ public final class AllToAllKernels {
     }
 
     /**
-     * Long index of {@code state}'s first receive round (one per source group {@code g}, int64):
-     * the last round whose rows from {@code g} the block of {@code g} received, in the source-order
-     * receive ({@link #receiveInSourceOrder}). That block keeps its own round, read at its start and
-     * advanced by itself, instead of the grid's {@link #STATE_ROUND}: in {@link #dispatch} it runs
-     * beside the send blocks, one of which advances {@code STATE_ROUND} at a moment it cannot know.
+     * Long index of {@code state}'s receive round of part {@code part} of source group {@code g}
+     * (int64): the last round whose rows from {@code g} that block received, in the source-order
+     * receive ({@link #receiveInSourceOrder}). Each such block keeps its own round, read at its
+     * start and advanced by itself, instead of the grid's {@link #STATE_ROUND}: in
+     * {@link #dispatch} it runs beside the send blocks, one of which advances {@code STATE_ROUND}
+     * at a moment it cannot know.
      */
-    public static int receiveRoundIndex(int worldSize) {
-        return (STATE_DESTINATIONS + 4 * worldSize) / 2;
+    public static int receiveRoundIndex(int worldSize, int g, int part) {
+        return (STATE_DESTINATIONS + 4 * worldSize) / 2 + g * MAX_RECEIVE_PARTS + part;
     }
 
     /**
@@ -280,10 +284,11 @@ public final class AllToAllKernels {
      *       slots come from {@code slotCounts} (int32 {@code [L]}, zero between rounds) by global
      *       atomics, and the last block of the grid writes the counts to {@code expertNumTokens}
      *       and zeroes {@code slotCounts};</li>
-     *   <li>ordered ({@code orderedSlots == 1}, {@code Y = 1}: decode): threads {@code 0..g} wait
-     *       for groups {@code 0..g}, and the slots follow the groups' order, counted in shared
-     *       memory ({@link MoeKernels#scatterOrdered}): no global atomics and no completion count;
-     *       {@code slotCounts} is not touched.</li>
+     *   <li>ordered ({@code orderedSlots == 1}, decode; {@code Y} a power of two up to
+     *       {@link #MAX_RECEIVE_PARTS}, block {@code y} the part of the local experts
+     *       {@code l mod Y == y}): threads {@code 0..g} wait for groups {@code 0..g}, and the slots
+     *       follow the groups' order, counted in shared memory ({@link MoeKernels#scatterOrdered}):
+     *       no global atomics and no completion count; {@code slotCounts} is not touched.</li>
      * </ul>
      *
      * @param waitTag the tag of the wait for signal word 0; word {@code i} has {@code waitTag + i}
@@ -298,9 +303,10 @@ public final class AllToAllKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         if (orderedSlots != 0) {
-            receiveInSourceOrder(ctx, g, dispatchRecv, signals, expertNumTokens, expertX, expertXScale, expertOrigin,
-                    pairsFromGroup, state, errors, timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes,
-                    scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+            receiveInSourceOrder(ctx, g, ctx.groupIdy(), ctx.numGroupsY(), dispatchRecv, signals, expertNumTokens,
+                    expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank,
+                    groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups,
+                    pairsPerRegion);
         } else {
             long round = state.getLong(STATE_ROUND);
             int[] shared = ctx.allocateIntLocalArray(1);
@@ -321,11 +327,11 @@ public final class AllToAllKernels {
     }
 
     /**
-     * A whole dispatch in one launch (decode): grid {@code (W + NG) x 1}. Block {@code x < W} is
-     * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g} is
-     * {@link #dispatchRecv}'s ordered receive of source group {@code g}, which needs no other
-     * receive block (the protocol launches this kernel only where dispatch recv takes its slots
-     * in source order). The receive blocks start with the send blocks: their prologue (the round,
+     * A whole dispatch in one launch (decode): grid {@code (W + NG*P) x 1}. Block {@code x < W} is
+     * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g*P + q} is
+     * {@link #dispatchRecv}'s ordered receive of source group {@code g}, part {@code q} of
+     * {@code P}, which needs no other receive block (the protocol launches this kernel only where
+     * dispatch recv takes its slots in source order). The receive blocks start with the send blocks: their prologue (the round,
      * the first poll of each signal) overlaps the send, and no kernel boundary lies between the
      * last signal and the scatter. A receive block waits for send blocks of its own grid (those
      * of this rank's own group's destinations), so the protocol launches it only when every block
@@ -341,32 +347,35 @@ public final class AllToAllKernels {
                                 int pairsPerRegion, int fixedTokens, int checkIds, @Specialize int quantizeFrom) {
         int world = numGroups * groupSize;
         int block = ctx.groupIdx();
+        int parts = (ctx.numGroupsX() - world) / numGroups;
         if (block < world) {
             sendToDestination(ctx, block, world, x, xScale, indices, numTokens, dispatchSend, dispatchRecv, signals,
                     pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken, topK,
                     expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
                     quantizeFrom);
         } else {
-            receiveInSourceOrder(ctx, block - world, dispatchRecv, signals, expertNumTokens, expertX, expertXScale,
-                    expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank, groupSize,
-                    expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups, pairsPerRegion);
+            int g = (block - world) / parts;
+            receiveInSourceOrder(ctx, g, block - world - g * parts, parts, dispatchRecv, signals, expertNumTokens,
+                    expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank,
+                    groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups,
+                    pairsPerRegion);
         }
     }
 
     /**
-     * The ordered receive of {@link #dispatchRecv} for source group {@code g} (one block): threads
-     * {@code 0..g} wait for groups {@code 0..g}, then {@link MoeKernels#scatterOrdered}. The round
-     * is the block's own ({@link #receiveRoundIndex}): read here, advanced by thread 0 once every
-     * thread has read it.
+     * The ordered receive of {@link #dispatchRecv} for source group {@code g}, part {@code part}
+     * of its {@code parts} blocks: threads {@code 0..g} wait for groups {@code 0..g}, then
+     * {@link MoeKernels#scatterOrdered}. The round is the block's own ({@link #receiveRoundIndex}):
+     * read here, advanced by thread 0 once every thread has read it.
      */
-    static void receiveInSourceOrder(KernelContext ctx, int g, Buf dispatchRecv, Buf signals, Buf expertNumTokens,
-                                     Buf expertX, Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, Buf state,
-                                     Buf errors, long timeoutNanos, int waitTag, int rank, int groupSize,
-                                     int expertsPerRank, int xBytes, int scalesPerToken, int topK, int rowBytes,
-                                     int maxTokens, int numGroups, int pairsPerRegion) {
+    static void receiveInSourceOrder(KernelContext ctx, int g, int part, int parts, Buf dispatchRecv, Buf signals,
+                                     Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
+                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
+                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
+                                     int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
-        long roundIndex = receiveRoundIndex(numGroups * groupSize) + g;
+        long roundIndex = receiveRoundIndex(numGroups * groupSize, g, part);
         long round = state.getLong(roundIndex) + 1;
         int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
         int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
@@ -386,9 +395,9 @@ public final class AllToAllKernels {
         if (tid == 0) {
             state.setLong(roundIndex, round); // every thread read it before the barrier
         }
-        MoeKernels.scatterOrdered(ctx, g, dispatchRecv, rowsFrom, counts, listed, expertNumTokens, expertX,
-                expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
-                numGroups, pairsPerRegion, expertsPerRank);
+        MoeKernels.scatterOrdered(ctx, g, part, parts, dispatchRecv, rowsFrom, counts, listed, expertNumTokens,
+                expertX, expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes,
+                maxTokens, numGroups, pairsPerRegion, expertsPerRank);
     }
 
     /**

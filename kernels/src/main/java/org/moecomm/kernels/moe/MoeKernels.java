@@ -479,14 +479,19 @@ public final class MoeKernels {
      * counted scatter takes five more (the slot atomics, the grid count between two fences, the
      * counts' read).
      *
+     * <p>A group may have {@code parts} blocks (a power of two): part {@code q} does all of the
+     * above for the local experts {@code l} with {@code l mod parts == q} only, so each expert's
+     * slots are still taken by one block and the parts need nothing from each other; they share
+     * the copy, the bulk of a round of several tokens.
+     *
      * @param rowsFrom shared: the rows each group {@code s <= g} sent (from its dispatch signal)
      * @param counts shared, {@code [L]} zero: pairs per local expert
      * @param listed shared, {@code [1]} zero: the length of the block's copy list
      */
-    static void scatterOrdered(KernelContext ctx, int group, Buf dispatchRecv, int[] rowsFrom, int[] counts,
-                               int[] listed, Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
-                               Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK, int rowBytes,
-                               int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
+    static void scatterOrdered(KernelContext ctx, int group, int part, int parts, Buf dispatchRecv, int[] rowsFrom,
+                               int[] counts, int[] listed, Buf expertNumTokens, Buf expertX, Buf expertXScale,
+                               Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK,
+                               int rowBytes, int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int capacity = numGroups * maxTokens;
@@ -516,7 +521,7 @@ public final class MoeKernels {
                 int rowPairBase = dispatchRecv.getInt(meta);
                 int rowPairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
                 int expert = dispatchRecv.getInt(meta + 2 + p);
-                if (p < rowPairs && expert >= 0 && expert < expertsPerRank) {
+                if (p < rowPairs && expert >= 0 && expert < expertsPerRank && (expert & (parts - 1)) == part) {
                     if (s < group) {
                         ctx.atomicAdd(counts, expert, 1);
                     } else {
@@ -526,14 +531,14 @@ public final class MoeKernels {
                         copyOrigin[c] = group * pairsPerRegion + rowPairBase + p;
                     }
                 }
-                if (s == group && p == 0 && r == rows - 1) {
+                if (s == group && p == 0 && r == rows - 1 && part == 0) {
                     // pairs are numbered contiguously in row order: the last row ends the count
                     pairsFromGroup.setInt(group, rowPairBase + rowPairs);
                 }
             }
             before += items;
         }
-        if (tid == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
+        if (tid == 0 && part == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
             pairsFromGroup.setInt(group, 0);
         }
         ctx.localBarrier();
@@ -551,7 +556,7 @@ public final class MoeKernels {
         }
         ctx.localBarrier();
         if (group == numGroups - 1) {
-            for (int l = tid; l < expertsPerRank; l += threads) {
+            for (int l = part + tid * parts; l < expertsPerRank; l += threads * parts) {
                 expertNumTokens.setInt(l, counts[l]);
             }
         }

@@ -30,8 +30,8 @@ import org.moecomm.kernels.moe.MoeKernels;
 
 /**
  * Dispatch recv's two ways of taking slots ({@code AllToAllKernels.dispatchRecv}): in source
- * order, counted in shared memory, where the grid has one block per source group (decode sizes:
- * up to 4 tokens, and up to 8 while a source group sends at most 32 pairs on average),
+ * order, counted in shared memory, at decode sizes (up to 8 tokens; a power of two of blocks per
+ * source group, each taking a share of the local experts),
  * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots and match
  * the reference on fresh inputs with poisoned outputs, at one thread per block and at the GPU's
  * block size, and every local expert's rows come group by group in increasing source group.
@@ -46,9 +46,11 @@ class SlotOrderTest {
                 .inType(DType.FP8_E4M3).outType(DType.BF16).build();
         MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(8)
                 .inType(DType.BF16).expertInType(DType.FP8_E4M3).build();
+        MoeConfig parts = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(256).maxTokensPerRank(8).build();
         return Stream.of(1, MoeKernels.THREADS).flatMap(threads -> Stream.of(
                 Arguments.of("one token", one, threads), Arguments.of("groups", groups, threads),
-                Arguments.of("fp8 with scales", fp8, threads), Arguments.of("quantising", quantising, threads)));
+                Arguments.of("fp8 with scales", fp8, threads), Arguments.of("quantising", quantising, threads),
+                Arguments.of("four parts per group", parts, threads)));
     }
 
     @ParameterizedTest(name = "{0}, {2} threads per block")
@@ -82,21 +84,31 @@ class SlotOrderTest {
         MoeConfig larger = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(9).build();
         MoeConfig manyExperts = Harness.config().worldSize(1).numExperts(MoeKernels.ORDERED_EXPERTS + 1).topK(2)
                 .hidden(128).maxTokensPerRank(1).build();
-        assertEquals(List.of(true, true), orderedOnEachRank(decode), "M = 8: one block per source group");
-        assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 9: several blocks per source group");
+        assertEquals(List.of(true, true), orderedOnEachRank(decode), "M = 8: slots in source order");
+        assertEquals(List.of(false, false), orderedOnEachRank(larger), "M = 9: counted slots");
         assertEquals(List.of(false), orderedOnEachRank(manyExperts),
                 "more local experts than the kernel's shared counters");
-        MoeConfig boundPairs = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(128).maxTokensPerRank(8)
-                .build();
-        MoeConfig manyPairs = Harness.config().worldSize(2).numExperts(32).topK(16).hidden(128).maxTokensPerRank(8)
-                .build();
-        MoeConfig fewPairs = Harness.config().worldSize(2).numExperts(32).topK(16).hidden(128).maxTokensPerRank(4)
-                .build();
-        assertEquals(List.of(true, true), orderedOnEachRank(boundPairs),
-                "M = 8, M*K/W = 32 pairs per source group: one block per source group");
-        assertEquals(List.of(false, false), orderedOnEachRank(manyPairs),
-                "M = 8, M*K/W = 64 pairs per source group: two blocks per source group");
-        assertEquals(List.of(true, true), orderedOnEachRank(fewPairs), "M = 4: one block whatever the pairs");
+    }
+
+    /**
+     * The source-order receive has a power of two of blocks per source group, about 8 of the
+     * group's pairs each on average ({@code M*K/W}), at most 8.
+     */
+    @Test
+    void theSourceOrderReceiveSplitsAGroupsPairsOverItsParts() {
+        assertEquals(List.of(1, 1), partsOnEachRank(2, 8, 2, 8), "8 pairs per group");
+        assertEquals(List.of(2, 2), partsOnEachRank(2, 8, 3, 8), "12 pairs per group");
+        assertEquals(List.of(4, 4), partsOnEachRank(2, 16, 8, 8), "32 pairs per group");
+        assertEquals(List.of(4, 4), partsOnEachRank(2, 32, 16, 4), "32 pairs per group at M = 4");
+        assertEquals(List.of(8, 8), partsOnEachRank(2, 32, 16, 8), "64 pairs per group");
+        assertEquals(List.of(8), partsOnEachRank(1, 32, 16, 8), "128 pairs: at most 8 parts");
+    }
+
+    private static List<Integer> partsOnEachRank(int world, int experts, int topK, int maxTokens) {
+        MoeConfig config = Harness.config().worldSize(world).numExperts(experts).topK(topK).hidden(128)
+                .maxTokensPerRank(maxTokens).build();
+        return Harness.onAllRanks(config, (h, b) -> ((AllToAllProtocol) h).slotsInSourceOrder()
+                ? ((AllToAllProtocol) h).receiveBlocksPerSourceGroup() : -1);
     }
 
     private static List<Boolean> orderedOnEachRank(MoeConfig config) {

@@ -103,6 +103,11 @@ final class CpuRankRunner implements KernelRunner {
     }
 
     @Override
+    public boolean blocksMayWaitForEachOther(Kernel kernel, Grid grid, Object... args) {
+        return runner.blocksMayWaitForEachOther(kernel, grid, args);
+    }
+
+    @Override
     public int blockThreads(int deviceThreads) {
         return runner.blockThreads(deviceThreads);
     }

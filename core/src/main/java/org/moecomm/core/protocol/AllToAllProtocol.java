@@ -62,9 +62,12 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * Pairs one block of the source-order receive copies on average ({@code M*K/W} per source
      * group, uniform routing, over its parts; {@link #receiveParts}). With one block per group the
      * copy was the longest step after the last signal at 8 tokens: 6.0-6.3 us at W = 2 (32 pairs),
-     * 2.8-3.6 us at W = 4 (16), benchmarks/results/2026-12-06-one-launch-trace/.
+     * 2.8-3.6 us at W = 4 (16), benchmarks/results/2026-12-06-one-launch-trace/. Measured at 8
+     * tokens (H100, deepseek-v3, graph replay, benchmarks/results/2026-12-06-receive-parts-experiment/):
+     * W = 2 dispatch 21.8 us with one block, 19.8 / 19.3 / 18.1 with 16 / 8 / 4 pairs per block (2, 4,
+     * 8 parts); W = 4 31.1, 31.2 / 30.6 / 30.1 (1, 2, 4 parts).
      */
-    static final int PAIRS_PER_RECEIVE_BLOCK = 8;
+    static final int PAIRS_PER_RECEIVE_BLOCK = 4;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**
@@ -120,7 +123,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Grid dispatchRecvGrid;
     /**
      * The grid of {@link #DISPATCH} ({@code (W + NG*P) x 1}, {@code P} the receive parts), or null
-     * where {@link #dispatch} makes the two launches ({@link #oneLaunchDispatch}).
+     * where {@link #dispatch} makes the two launches ({@link #oneLaunchDispatch(Grid)}).
      */
     private final Grid dispatchGrid;
     private final Grid combineSendGrid;
@@ -205,7 +208,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
         this.dispatchSendGrid = Grid.of(ws, blocksPer(ws, true), threads);
         this.orderedSlots = orderedSlots() ? 1 : 0;
         this.dispatchRecvGrid = Grid.of(ng, orderedSlots != 0 ? receiveParts() : blocksPer(ng, false), threads);
-        this.dispatchGrid = oneLaunchDispatch() ? Grid.of(ws + ng * dispatchRecvGrid.blocksY(), 1, threads) : null;
+        Grid joined = Grid.of(ws + ng * dispatchRecvGrid.blocksY(), 1, threads);
+        this.dispatchGrid = oneLaunchDispatch(joined) ? joined : null;
         // Combine send's blocks loop over their rows: as many as the device keeps resident at once
         // (the compiled kernel's occupancy), since every block with rows also waits, fences and
         // signals, and blocks beyond the rows there can be only add their start.
@@ -518,22 +522,22 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 expertCounts, expertX, expertXScale, expertOrigin, pairsFromGroup, waitErrors,
                 config.waitTimeout().toNanos(), waitTag, layout.xBytes(), config.scalesPerToken(), config.topK(),
                 config.expertsPerRank(), config.groupSize(), rank, layout.rowBytes(), config.maxTokensPerRank(),
-                config.numGroups(), layout.pairsPerRegion(), fixedTokens, inputReport != null ? 1 : 0,
+                config.numGroups(), Integer.numberOfTrailingZeros(dispatchRecvGrid.blocksY()), layout.pairsPerRegion(),
+                fixedTokens, inputReport != null ? 1 : 0,
                 config.quantizes() ? config.inType().kernelCode() : -1};
     }
 
     /**
-     * Whether {@link #dispatch} can be one launch: dispatch send has one block per destination and
-     * dispatch recv takes its slots in source order (decode sizes), and every block of the joined
-     * grid fits on the device at once, since its receive blocks wait for its send blocks (the send
-     * blocks, first in the grid, wait for nothing). {@code -Dmoecomm.oneLaunchDispatch=false} keeps
+     * Whether {@link #dispatch} can be one launch of {@code grid}: dispatch send has one block per destination and
+     * dispatch recv takes its slots in source order (decode sizes), and the runner lets blocks of the
+     * joined grid wait for one another (on a GPU: all resident at once), since its receive blocks
+     * wait for its send blocks (the send blocks, first in the grid, wait for nothing). {@code -Dmoecomm.oneLaunchDispatch=false} keeps
      * two launches, for measurements.
      */
-    private boolean oneLaunchDispatch() {
-        int blocks = config.worldSize() + config.numGroups() * dispatchRecvGrid.blocksY();
+    private boolean oneLaunchDispatch(Grid grid) {
         return orderedSlots != 0 && dispatchSendGrid.blocksY() == 1
                 && Boolean.parseBoolean(System.getProperty("moecomm.oneLaunchDispatch", "true"))
-                && blocks <= runner.residentBlocks(DISPATCH, threads,
+                && runner.blocksMayWaitForEachOther(DISPATCH, grid,
                         dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
     }
 

@@ -63,6 +63,11 @@ final class CheckedKernelRunner implements KernelRunner {
     }
 
     @Override
+    public boolean blocksMayWaitForEachOther(Kernel kernel, Grid grid, Object... args) {
+        return runner.blocksMayWaitForEachOther(kernel, grid, args);
+    }
+
+    @Override
     public void synchronize() {
         exec.synchronize();
     }

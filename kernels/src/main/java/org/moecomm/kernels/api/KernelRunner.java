@@ -48,6 +48,16 @@ public interface KernelRunner extends AutoCloseable {
     }
 
     /**
+     * Whether blocks of {@code grid}, launched with arguments like {@code args}, may wait for other
+     * blocks of the same grid: every block of it makes progress while others wait. On a GPU that
+     * takes every block resident at once (the default: the grid within {@link #residentBlocks});
+     * the JVM's runner puts a block whose threads all wait back in its queue, so there any grid may.
+     */
+    default boolean blocksMayWaitForEachOther(Kernel kernel, Grid grid, Object... args) {
+        return (long) grid.blocksX() * grid.blocksY() <= residentBlocks(kernel, grid.threads(), args);
+    }
+
+    /**
      * Makes {@code kernel} ready to launch with arguments like {@code args} (on a GPU: compiled,
      * specialised for the values of its {@code @Specialize} parameters, loaded), so that a later
      * launch does no more than enqueue it: launches captured into a CUDA graph must not load

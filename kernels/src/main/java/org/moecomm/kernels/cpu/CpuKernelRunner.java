@@ -226,6 +226,12 @@ public final class CpuKernelRunner implements KernelRunner {
         return maxConcurrentBlocks;
     }
 
+    /** Always: a block whose threads all wait goes back to the end of the queue ({@link BlockPool}). */
+    @Override
+    public boolean blocksMayWaitForEachOther(Kernel kernel, Grid grid, Object... args) {
+        return true;
+    }
+
     /**
      * Runs {@code kernel} over {@code grid} and returns when every block has finished.
      *

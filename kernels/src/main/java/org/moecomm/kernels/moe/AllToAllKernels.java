@@ -330,7 +330,7 @@ public final class AllToAllKernels {
      * A whole dispatch in one launch (decode): grid {@code (W + NG*P) x 1}. Block {@code x < W} is
      * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g*P + q} is
      * {@link #dispatchRecv}'s ordered receive of source group {@code g}, part {@code q} of
-     * {@code P}, which needs no other receive block (the protocol launches this kernel only where
+     * {@code P = 2^partShift}, which needs no other receive block (the protocol launches this kernel only where
      * dispatch recv takes its slots in source order). The receive blocks start with the send blocks: their prologue (the round,
      * the first poll of each signal) overlaps the send, and no kernel boundary lies between the
      * last signal and the scatter. A receive block waits for send blocks of its own grid (those
@@ -343,22 +343,22 @@ public final class AllToAllKernels {
                                 Buf peerModes, Buf peerOffsets, Buf expertNumTokens, Buf expertX, Buf expertXScale,
                                 Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos, int waitTag,
                                 int xBytes, int scalesPerToken, @Specialize int topK, int expertsPerRank,
-                                int groupSize, int rank, int rowBytes, int maxTokens, int numGroups,
+                                int groupSize, int rank, int rowBytes, int maxTokens, int numGroups, int partShift,
                                 int pairsPerRegion, int fixedTokens, int checkIds, @Specialize int quantizeFrom) {
         int world = numGroups * groupSize;
         int block = ctx.groupIdx();
-        int parts = (ctx.numGroupsX() - world) / numGroups;
         if (block < world) {
             sendToDestination(ctx, block, world, x, xScale, indices, numTokens, dispatchSend, dispatchRecv, signals,
                     pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken, topK,
                     expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
                     quantizeFrom);
         } else {
-            int g = (block - world) / parts;
-            receiveInSourceOrder(ctx, g, block - world - g * parts, parts, dispatchRecv, signals, expertNumTokens,
-                    expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank,
-                    groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups,
-                    pairsPerRegion);
+            // shifts, not divisions: a division is dozens of dependent instructions on the GPU
+            int parts = 1 << partShift;
+            receiveInSourceOrder(ctx, (block - world) >> partShift, (block - world) & (parts - 1), parts, dispatchRecv,
+                    signals, expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors,
+                    timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes,
+                    maxTokens, numGroups, pairsPerRegion);
         }
     }
 

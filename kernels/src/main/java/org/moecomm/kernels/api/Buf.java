@@ -135,16 +135,6 @@ public final class Buf {
         copyStrided(dstIndex, src, srcIndex, stride, Math.min(count, 8));
     }
 
-    /**
-     * A hint that this block will soon load the 128-byte line that holds 16-byte element
-     * {@code index}: on the GPU {@code prefetch.global.L1}, which returns at once and brings the
-     * line into the multiprocessor's L1, so that a later load of it does not wait a round trip
-     * to memory; on the JVM nothing. Only for memory whose writers are done (after the wait that
-     * acquired it): the prefetched line is what a plain load there would read.
-     */
-    public void prefetch16(long index) {
-    }
-
     /** The JVM's body of the strided copies: {@code count} of them, none when it is 0 or less (on the GPU each is an intrinsic). */
     private void copyStrided(long dstIndex, Buf src, long srcIndex, long stride, int count) {
         for (int j = 0; j < count; j++) {

@@ -42,8 +42,6 @@ public final class MoeKernels {
     public static final int MAX_TOP_K = 64;
     /** Expert ids pack stages in shared memory per chunk of tokens ({@code topK} per token). */
     static final int PACK_IDS = 2048;
-    /** Up to this M (decode) dispatch send prefetches its tokens' rows into L1 before the routing ({@link #prefetchSpan}). */
-    static final int PREFETCH_TOKENS = 8;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
     /** Most pairs of one source group {@link #scatterOrdered} takes ({@code M * Kd}): its list in shared memory. */
@@ -165,12 +163,6 @@ public final class MoeKernels {
         int stagedFirst = 0;
         int stagedEnd = min(chunkTokens, fixedTokens >= 0 ? clamp(fixedTokens, 0, maxTokens) : maxTokens);
         stageIds(indices, 0, stagedEnd * topK, chunkIds, tid, threads);
-        if (copy != 0 && quantizeFrom < 0 && maxTokens <= PREFETCH_TOKENS) {
-            // decode: the rows the copy will load, into this block's L1 while m and the routing are
-            // still to come (a round trip to memory fewer between the routing and the signal)
-            prefetchSpan(x, (long) stagedEnd * xBytes, tid, threads);
-            prefetchSpan(xScale, 4L * stagedEnd * scalesPerToken, tid, threads);
-        }
         int count = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
         int m = clamp(count, 0, maxTokens);
@@ -290,21 +282,6 @@ public final class MoeKernels {
             ctx.localBarrier();
         }
         return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0) | ((long) pairsBefore << PACK_PAIRS_SHIFT);
-    }
-
-    /**
-     * Prefetches ({@link Buf#prefetch16}) the 128-byte lines of the whole 16-byte pieces of the
-     * first {@code bytes} bytes of {@code buf}, the block's threads taking every {@code threads}-th
-     * line; none past them (a prefetch of an address outside the buffer could fault).
-     */
-    static void prefetchSpan(Buf buf, long bytes, int tid, int threads) {
-        long lastPiece = (bytes >> 4) - 1;
-        if (lastPiece < 0) {
-            return;
-        }
-        for (long piece = (long) tid << 3; piece <= lastPiece + 7; piece += (long) threads << 3) {
-            buf.prefetch16(piece < lastPiece ? piece : lastPiece);
-        }
     }
 
     /**

@@ -311,8 +311,6 @@ final class Intrinsics {
         def(BUF, "copy16xN", "(J" + B + "JJI)V", c -> copyPieces(c, 4, c.arg(5)));
         def(BUF, "copy16x8", "(J" + B + "JJ)V", c -> copyPieces(c, 8, null));
         def(BUF, "copy16x8N", "(J" + B + "JJI)V", c -> copyPieces(c, 8, c.arg(5)));
-        def(BUF, "prefetch16", "(J)V", c -> c.f().op("prefetch.global.L1 ["
-                + elementAddress(c.f(), c.arg(0), c.arg(1), 4) + "]"));
         def(BUF, "slice", "(JJ)" + B, c -> c.f().op("add.s64 " + c.result() + ", " + c.arg(0) + ", " + c.arg(1)));
 
         // ---- Numerics: narrow float formats (round to nearest even; fp8 saturates to finite) ----

@@ -17,7 +17,6 @@ import org.moecomm.kernels.api.KernelContext;
 import org.moecomm.kernels.api.LaunchBounds;
 import org.moecomm.kernels.api.Numerics;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
-import org.moecomm.kernels.moe.AllToAllKernels;
 
 /**
  * One test per supported construct: the emitted PTX has the expected instructions, and
@@ -411,21 +410,6 @@ class SupportedConstructsTest {
                 "ld.global.u64", "st.global.u64", "ld.global.f32", "st.global.f32", "ld.global.f64", "st.global.f64",
                 "ld.global.v4.u32 {", "st.global.v4.u32 [", ", 1;", ", 2;", ", 3;", ", 4;");
         matches(p, "shl\\.b64 %trd\\d+, %lS\\d+, 4;");
-    }
-
-    static void prefetchLine(KernelContext ctx, Buf src, long i) {
-        src.prefetch16(i);
-    }
-
-    @Test
-    void prefetch16IsAnL1PrefetchOfThePiecesLine() throws Exception {
-        String p = ptx("prefetchLine");
-        // the piece's address (index * 16 added to the base), prefetched into L1; nothing loaded
-        matches(p, "shl\\.b64 (%trd\\d+), %\\w+, 4;\\s*add\\.s64 (%trd\\d+), %\\w+, \\1;\\s*prefetch\\.global\\.L1 \\[\\2\\];");
-        assertFalse(p.contains("ld.global"), p);
-        // a decode dispatch send prefetches its tokens' rows before the routing
-        String send = PtxCompiler.hopper().compile(new Kernel(AllToAllKernels.class, "dispatchSend")).ptx();
-        assertTrue(send.contains("prefetch.global.L1 ["), send);
     }
 
     static void copyFour(KernelContext ctx, Buf dst, Buf src, long i, long stride) {

@@ -528,11 +528,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Whether {@link #dispatch} can be one launch of {@code grid}: dispatch send has one block per destination and
-     * dispatch recv takes its slots in source order (decode sizes), and the runner lets blocks of the
-     * joined grid wait for one another (on a GPU: all resident at once), since its receive blocks
-     * wait for its send blocks (the send blocks, first in the grid, wait for nothing). {@code -Dmoecomm.oneLaunchDispatch=false} keeps
-     * two launches, for measurements.
+     * Whether {@link #dispatch} can be one launch of {@code grid}: dispatch send has one block per
+     * destination and dispatch recv takes its slots in source order (decode sizes), and the runner
+     * lets blocks of the joined grid wait for one another (on a GPU: all resident at once), since
+     * its receive blocks wait for its send blocks (the send blocks, first in the grid, wait for
+     * nothing). {@code -Dmoecomm.oneLaunchDispatch=false} keeps two launches, for measurements.
      */
     private boolean oneLaunchDispatch(Grid grid) {
         return orderedSlots != 0 && dispatchSendGrid.blocksY() == 1
@@ -745,8 +745,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
-     * Runs a step's work; success moves the handle to phase {@code success}, any failure leaves the handle FAILED and
-     * raises the abort word on the peers (unless the failure is a peer's abort).
+     * Runs a step's work; success moves the handle to phase {@code success}, any failure leaves the
+     * handle FAILED and raises the abort word on the peers (unless the failure is a peer's abort).
      */
     private void work(Phase success, Runnable step) {
         try {

@@ -192,9 +192,9 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
-        long packed = MoeKernels.packRows(ctx, dest, world, x, xScale, indices, numTokens, pairLocation, inputReport, rowsOut,
-                outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken, topK,
-                expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
+        long packed = MoeKernels.packRows(ctx, dest, world, x, xScale, indices, numTokens, pairLocation, inputReport,
+                rowsOut, outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken,
+                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
         int rows = (int) packed;
         boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
         int pairs = (int) (packed >>> MoeKernels.PACK_PAIRS_SHIFT);
@@ -330,12 +330,13 @@ public final class AllToAllKernels {
      * A whole dispatch in one launch (decode): grid {@code (W + NG*P) x 1}. Block {@code x < W} is
      * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g*P + q} is
      * {@link #dispatchRecv}'s ordered receive of source group {@code g}, part {@code q} of
-     * {@code P = 2^partShift}, which needs no other receive block (the protocol launches this kernel only where
-     * dispatch recv takes its slots in source order). The receive blocks start with the send blocks: their prologue (the round,
-     * the first poll of each signal) overlaps the send, and no kernel boundary lies between the
-     * last signal and the scatter. A receive block waits for send blocks of its own grid (those
-     * of this rank's own group's destinations), so the protocol launches it only when every block
-     * of the grid is resident at once (docs/protocol.md, "Progress").
+     * {@code P = 2^partShift}, which needs no other receive block (the protocol launches this
+     * kernel only where dispatch recv takes its slots in source order). The receive blocks start
+     * with the send blocks: their prologue (the round, the first poll of each signal) overlaps the
+     * send, and no kernel boundary lies between the last signal and the scatter. A receive block
+     * waits for send blocks of its own grid (those of this rank's own group's destinations), so the
+     * protocol launches it only when every block of the grid may wait for others (on a GPU: all
+     * resident at once; docs/protocol.md, "Progress").
      */
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatch(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,

@@ -405,7 +405,10 @@ public final class AllToAllProtocol implements MoeAllToAll {
         });
     }
 
-    /** A checked dispatch input, as the send kernels take it ({@code fixedTokens}: m, or -1 when m is in {@code counts}). */
+    /**
+     * A checked dispatch input, as the send kernels take it ({@code fixedTokens}: m, or -1 when m
+     * is in {@code counts}).
+     */
     private record SendRound(Buf x, Buf xScale, Buf indices, int rows, Buf counts, int fixedTokens) {
     }
 

@@ -9,8 +9,8 @@ import org.moecomm.core.Tensor;
 
 /**
  * A rank's round as two captured graphs, dispatch ({@code MoeAllToAll.dispatch}: one launch at
- * decode sizes) and combine (send and receive), with the experts left to run between their replays: how the GPU tests and the
- * benchmark replay rounds on one rank's buffers.
+ * decode sizes) and combine (send and receive), with the experts left to run between their
+ * replays: how the GPU tests and the benchmark replay rounds on one rank's buffers.
  */
 public record HalfGraphs(RoundGraph dispatch, RoundGraph combine) implements AutoCloseable {
     public HalfGraphs {

@@ -545,8 +545,9 @@ public final class AllToAllKernels {
         int threads = ctx.localGroupSizeX();
         int expected = combineExpectedIndex(worldSize);
         for (int d = tid; d < worldSize; d += threads) {
-            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8), round * COMBINE_PER_ROUND + state.getLong(expected + d),
-                    timeoutNanos, errors, rank, d, waitTag + numGroups + d);
+            ctx.waitAtLeast(signals.slice(8L * (numGroups + d), 8),
+                    round * COMBINE_PER_ROUND + state.getLong(expected + d), timeoutNanos, errors, rank, d,
+                    waitTag + numGroups + d);
         }
         ctx.localBarrier();
         // a count out of range (reported by dispatch send's check) never reads past M tokens. Read

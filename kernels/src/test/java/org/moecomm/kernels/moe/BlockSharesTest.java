@@ -41,8 +41,8 @@ class BlockSharesTest {
             long sum = 0;
             for (int b = 0; b < blocks; b++) {
                 long share = AllToAllKernels.doneShare(b, blocks);
-                assertEquals(AllToAllKernels.DONE_PER_ROUND / blocks + (b < AllToAllKernels.DONE_PER_ROUND % blocks ? 1 : 0),
-                        share, "block " + b + " of " + blocks);
+                long total = AllToAllKernels.DONE_PER_ROUND;
+                assertEquals(total / blocks + (b < total % blocks ? 1 : 0), share, "block " + b + " of " + blocks);
                 sum += share;
             }
             assertEquals(AllToAllKernels.DONE_PER_ROUND, sum, blocks + " blocks");

@@ -18,8 +18,8 @@ import org.moecomm.kernels.cpu.CpuKernelRunner;
  * round to round, m given as a Java int and in device memory in turn, tokens from the
  * quantisation's edge cases when dispatch quantises, and each rank arriving at each round, and
  * in half of the rounds at each half, after its own random delay (the other rounds call dispatch
- * and combine whole: one launch of dispatch at decode sizes). Every round is checked in full against the reference
- * ({@link CheckedRound}): the expert counts, every expert row as a multiset, the rows beyond the
+ * and combine whole: one launch of dispatch at decode sizes). Every round is checked in full
+ * against the reference ({@link CheckedRound}): the expert counts, every expert row as a multiset, the rows beyond the
  * counts untouched, and every element of the combine output.
  *
  * <p>Collective: every rank runs {@link #run} with the same config and options. A round's inputs

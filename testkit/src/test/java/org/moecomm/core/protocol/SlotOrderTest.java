@@ -32,9 +32,10 @@ import org.moecomm.kernels.moe.MoeKernels;
  * Dispatch recv's two ways of taking slots ({@code AllToAllKernels.dispatchRecv}): in source
  * order, counted in shared memory, at decode sizes (up to 8 tokens; a power of two of blocks per
  * source group, each taking a share of the local experts),
- * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots and match
- * the reference on fresh inputs with poisoned outputs, at one thread per block and at the GPU's
- * block size, and every local expert's rows come group by group in increasing source group.
+ * and counted by global atomics elsewhere. Decode-size rounds take the ordered slots, with
+ * dispatch in one launch and in two, and match the reference on fresh inputs with poisoned
+ * outputs, at one thread per block and at the GPU's block size, and every local expert's rows come
+ * group by group in increasing source group.
  */
 @Timeout(120)
 class SlotOrderTest {
@@ -53,22 +54,33 @@ class SlotOrderTest {
                 Arguments.of("four parts per group", parts, threads)));
     }
 
+    /**
+     * Four rounds on one handle: dispatch whole (one launch, {@code AllToAllKernels.dispatch}) and
+     * as its two halves in turn, m as a Java int and in device memory, so every combination runs.
+     */
     @ParameterizedTest(name = "{0}, {2} threads per block")
     @MethodSource("decodeConfigs")
-    void decodeRoundsTakeSlotsInSourceOrderAndMatchTheReference(String name, MoeConfig config, int threads) {
+    void decodeRoundsTakeSlotsInSourceOrderInOneAndTwoLaunchesAndMatchTheReference(String name, MoeConfig config,
+                                                                                   int threads) {
         List<Workload> workloads = List.of(Workload.generate(config, 900),
                 Workload.generate(config, 901, Workload.Options.defaults().drop(0.2).randomTokens()),
-                Workload.generate(config, 902, Workload.Options.defaults().skewedTo(config.worldSize() - 1)));
+                Workload.generate(config, 902, Workload.Options.defaults().skewedTo(config.worldSize() - 1)),
+                Workload.generate(config, 903, Workload.Options.defaults().randomTokens()));
         List<List<String>> problems = Harness.onAllRanks(config, threads, (h, b) -> {
             List<String> p = new ArrayList<>();
             if (!((AllToAllProtocol) h).slotsInSourceOrder()) {
                 p.add("rank " + h.rank() + ": the handle counts its slots by global atomics");
             }
+            if (!((AllToAllProtocol) h).dispatchesInOneLaunch()) {
+                p.add("rank " + h.rank() + ": dispatch is two launches at a decode size");
+            }
             for (int i = 0; i < workloads.size(); i++) {
                 Workload w = workloads.get(i);
-                ResultCheck.Report report = CheckedRound.run(b, w, i % 2 == 1);
+                boolean oneLaunch = i % 2 == 0;
+                ResultCheck.Report report = oneLaunch ? CheckedRound.runWhole(b, w, i >= 2)
+                        : CheckedRound.run(b, w, i >= 2);
                 if (!report.ok()) {
-                    p.add("round " + i + ": " + report);
+                    p.add("round " + i + (oneLaunch ? " (one launch): " : " (two launches): ") + report);
                 }
                 p.addAll(sourceOrderProblems(h, b, w.reference(), "round " + i));
             }
@@ -119,7 +131,7 @@ class SlotOrderTest {
      * reference's rows of that expert (a group's tokens are random, so distinct), must not decrease
      * from slot to slot.
      */
-    static List<String> sourceOrderProblems(MoeAllToAll h, RankBuffers b, Reference ref, String round) {
+    private static List<String> sourceOrderProblems(MoeAllToAll h, RankBuffers b, Reference ref, String round) {
         MoeConfig c = h.config();
         int l = c.expertsPerRank();
         int xb = c.hidden() * c.expertInType().bytes();

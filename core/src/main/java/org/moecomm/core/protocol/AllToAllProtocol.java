@@ -65,9 +65,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * 2.8-3.6 us at W = 4 (16), benchmarks/results/2026-12-06-one-launch-trace/. Measured at 8
      * tokens (H100, deepseek-v3, graph replay, benchmarks/results/2026-12-06-receive-parts-experiment/):
      * W = 2 dispatch 21.8 us with one block, 19.8 / 19.3 / 18.1 with 16 / 8 / 4 pairs per block (2, 4,
-     * 8 parts); W = 4 31.1, 31.2 / 30.6 / 30.1 (1, 2, 4 parts).
+     * 8 parts); W = 4 31.1, 31.2 / 30.6 / 30.1 (1, 2, 4 parts). Two pairs per block against four
+     * (benchmarks/results/2026-12-06-poll-experiment/, four runs each over two calls): W = 4, 8 tokens
+     * (8 parts instead of 4) 29.0 against 29.4 us, W = 2, 1 token (2 instead of 1) 15.4 against 15.8.
      */
-    static final int PAIRS_PER_RECEIVE_BLOCK = 4;
+    static final int PAIRS_PER_RECEIVE_BLOCK = 2;
     /** Rows of one local expert that one combine send block copies at least (the y extent is at most capacity / this). */
     static final int GATHER_ROWS_PER_BLOCK = 32;
     /**

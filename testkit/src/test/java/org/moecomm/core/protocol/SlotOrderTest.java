@@ -51,7 +51,7 @@ class SlotOrderTest {
         return Stream.of(1, MoeKernels.THREADS).flatMap(threads -> Stream.of(
                 Arguments.of("one token", one, threads), Arguments.of("groups", groups, threads),
                 Arguments.of("fp8 with scales", fp8, threads), Arguments.of("quantising", quantising, threads),
-                Arguments.of("four parts per group", parts, threads)));
+                Arguments.of("eight parts per group, an expert each", parts, threads)));
     }
 
     /**
@@ -103,14 +103,15 @@ class SlotOrderTest {
     }
 
     /**
-     * The source-order receive has a power of two of blocks per source group, about 4 of the
+     * The source-order receive has a power of two of blocks per source group, about 2 of the
      * group's pairs each on average ({@code M*K/W}), at most 8.
      */
     @Test
     void theSourceOrderReceiveSplitsAGroupsPairsOverItsParts() {
-        assertEquals(List.of(1, 1, 1, 1), partsOnEachRank(4, 16, 4, 4), "4 pairs per group");
-        assertEquals(List.of(2, 2), partsOnEachRank(2, 8, 2, 8), "8 pairs per group");
-        assertEquals(List.of(4, 4), partsOnEachRank(2, 8, 3, 8), "12 pairs per group");
+        assertEquals(List.of(1, 1, 1, 1), partsOnEachRank(4, 16, 2, 4), "2 pairs per group");
+        assertEquals(List.of(2, 2, 2, 2), partsOnEachRank(4, 16, 4, 4), "4 pairs per group");
+        assertEquals(List.of(4, 4), partsOnEachRank(2, 8, 2, 8), "8 pairs per group");
+        assertEquals(List.of(8, 8), partsOnEachRank(2, 8, 3, 8), "12 pairs per group");
         assertEquals(List.of(8, 8), partsOnEachRank(2, 16, 8, 8), "32 pairs per group");
         assertEquals(List.of(8), partsOnEachRank(1, 32, 16, 8), "128 pairs: at most 8 parts");
     }

@@ -1,6 +1,7 @@
 package org.moecomm.core.protocol;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
@@ -301,6 +302,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
             }
         }
         memory.copyFromHost(roundState, 0, MemorySegment.ofArray(state));
+        long[] notes = new long[Math.toIntExact(layout.pairNoteWords())];
+        if (notes.length > 0) {
+            Arrays.fill(notes, BufferLayout.signalValue(rounds, 0)); // the last round's, no pair
+            memory.copyFromHost(dispatchRecv.local(), layout.dispatchRowBytes(), MemorySegment.ofArray(notes));
+        }
         long[] words = new long[layout.signalCount()];
         for (int g = 0; g < ng; g++) {
             words[layout.dispatchSignal(g)] = BufferLayout.signalValue(rounds, 0);
@@ -437,7 +443,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                 pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, peerOffsets,
                 layout.xBytes(), config.scalesPerToken(), config.topK(), config.expertsPerRank(), config.groupSize(),
                 rank, layout.rowBytes(), config.maxTokensPerRank(), layout.pairsPerRegion(), fixedTokens,
-                inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1};
+                inputReport != null ? 1 : 0, config.quantizes() ? config.inType().kernelCode() : -1, orderedSlots};
     }
 
     // ---- step 2: dispatch recv ----
@@ -468,7 +474,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     private Object[] dispatchRecvArgs(Buf counts, Buf expertX, Buf expertXScale) {
-        return new Object[] {dispatchRecv.local(), signals.local(), slotCounts, counts, expertX, expertXScale,
+        return new Object[] {dispatchRecv.local(), signals.local(), peerModes, slotCounts, counts, expertX, expertXScale,
                 expertOrigin, pairsFromGroup, roundState, waitErrors, config.waitTimeout().toNanos(),
                 waitTag, rank, config.groupSize(), config.expertsPerRank(), layout.xBytes(), config.scalesPerToken(),
                 config.topK(), layout.rowBytes(), config.maxTokensPerRank(), config.numGroups(),
@@ -482,7 +488,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * counted slots, for measurements.
      */
     private boolean orderedSlots() {
-        return config.maxTokensPerRank() <= ONE_BLOCK_TOKENS && config.numGroups() <= MoeKernels.ORDERED_GROUPS
+        return config.maxTokensPerRank() <= ONE_BLOCK_TOKENS && config.maxTokensPerRank() <= MoeKernels.ORDERED_ROWS
+                && config.numGroups() <= MoeKernels.ORDERED_GROUPS
                 && config.expertsPerRank() <= MoeKernels.ORDERED_EXPERTS
                 && layout.pairsPerRegion() <= MoeKernels.ORDERED_PAIRS
                 && Boolean.parseBoolean(System.getProperty("moecomm.orderedSlots", "true"));
@@ -565,7 +572,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
      * Blocks per source group of the source-order receive: the power of two, at most
      * {@code AllToAllKernels.MAX_RECEIVE_PARTS}, that gives each about
      * {@link #PAIRS_PER_RECEIVE_BLOCK} of the group's pairs on average (each part copies the rows
-     * of its share of the local experts; {@code MoeKernels.scatterOrdered}).
+     * of its share of the local experts; {@code AllToAllKernels.receiveInSourceOrder}).
      */
     private int receiveParts() {
         long pairs = (long) config.maxTokensPerRank() * config.topK() / config.worldSize();

@@ -2,6 +2,7 @@ package org.moecomm.core.protocol;
 
 import org.moecomm.core.MoeConfig;
 import org.moecomm.kernels.moe.AllToAllKernels;
+import org.moecomm.kernels.moe.MoeKernels;
 
 /**
  * Every size and offset of the protocol's buffers, computed once from a {@link MoeConfig}
@@ -76,14 +77,29 @@ public final class BufferLayout {
 
     // ---- symmetric buffers ----
 
-    /** {@code dispatchRecv [NG][M]} rows. */
+    /** {@code dispatchRecv}: {@code [NG][M]} rows, then the pair notes ({@link #pairNoteWords}). */
     public long dispatchRecvBytes() {
-        return (long) config.numGroups() * config.maxTokensPerRank() * rowBytes;
+        return dispatchRowBytes() + 8 * pairNoteWords();
     }
 
     /** {@code dispatchSend [NG][M]} rows (destination d in region d / G). */
     public long dispatchSendBytes() {
-        return dispatchRecvBytes();
+        return dispatchRowBytes();
+    }
+
+    /** {@code [NG][M]} dispatch rows: where the pair notes start in dispatchRecv. */
+    public long dispatchRowBytes() {
+        return (long) config.numGroups() * config.maxTokensPerRank() * rowBytes;
+    }
+
+    /**
+     * int64 pair notes after dispatchRecv's rows ({@code AllToAllKernels.notesRegion}): per source
+     * group a count note and {@code M*Kd} pair notes, where the source-order receive may run
+     * ({@code M <= MoeKernels.ORDERED_ROWS}); none above.
+     */
+    public long pairNoteWords() {
+        return config.maxTokensPerRank() <= MoeKernels.ORDERED_ROWS
+                ? (long) config.numGroups() * (1 + pairsPerRegion) : 0;
     }
 
     /** {@code combineRecv [W][M*Kd]} rows of yBytes. */

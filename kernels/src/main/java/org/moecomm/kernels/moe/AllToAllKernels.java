@@ -109,7 +109,7 @@ public final class AllToAllKernels {
         return STATE_DESTINATIONS + (4 + 2 * MAX_RECEIVE_PARTS) * worldSize;
     }
 
-    /** Most blocks per source group of the source-order receive (a power of two; {@link MoeKernels#scatterOrdered}). */
+    /** Most blocks per source group of the source-order receive (a power of two; {@link #receiveInSourceOrder}). */
     public static final int MAX_RECEIVE_PARTS = 8;
 
     /**
@@ -135,6 +135,32 @@ public final class AllToAllKernels {
     }
 
     /**
+     * {@link MoeKernels#packRows}'s {@code notesAt} for a block of {@code dispatchSend}: where a
+     * block that stores its rows straight into a peer ({@code direct}) writes its group's pair
+     * notes with {@code pairNotes != 0}, {@code round << 32 | } {@link #notesRegion}; else -1.
+     */
+    static long notesAt(boolean direct, int pairNotes, long round, int numGroups, int maxTokens, int rowBytes,
+                        int group, int pairsPerRegion) {
+        return direct && pairNotes != 0
+                ? round << 32 | notesRegion(numGroups, maxTokens, rowBytes, group, pairsPerRegion) : -1;
+    }
+
+    /**
+     * Index (int64 words) in {@code dispatchRecv} of source group {@code g}'s pair notes: after the
+     * {@code [NG][M]} rows, one region of {@code 1 + M*Kd} words per source group. A sender that
+     * stores its rows straight into a peer (one block per destination: decode) writes there, before
+     * the rows, a note per pair it sends, {@code round << 32 | row << 16 | (l + 1)} at word
+     * {@code 1 + q} for its pair {@code q} in row {@code row} to local expert {@code l}, and the
+     * count note {@code round << 32 | pairs} at word 0. Each note says by itself that it is of the
+     * round, so the receiver can wait for it without a fence on either side and take its slots
+     * while the rows are still on their way; only the copy waits for the dispatch signal
+     * (docs/protocol.md, "Pair notes").
+     */
+    public static long notesRegion(int numGroups, int maxTokens, int rowBytes, int g, int pairsPerRegion) {
+        return ((long) numGroups * maxTokens * rowBytes >> 3) + (long) g * (1 + pairsPerRegion);
+    }
+
+    /**
      * Dispatch send: grid {@code W x Y}, {@code x} = destination {@code d}. Numbers the rows and
      * writes {@code pairLocation} as {@link MoeKernels#pack} does (and m, and the input check);
      * where this member serves {@code d}, block {@code y} writes the rows of its range of tokens to
@@ -142,6 +168,10 @@ public final class AllToAllKernels {
      * region {@code d/G} and put), and the last block of {@code d} sets {@code d}'s
      * {@code dispatch[g]} signal to {@code round << 32 | rows}. The last block of the grid advances
      * the round.
+     *
+     * <p>With {@code pairNotes != 0} (decode, where the receiver takes its slots in source order)
+     * a block that alone serves a mapped {@code d} also writes its group's pair notes into
+     * {@code d}'s {@code dispatchRecv} ({@link #notesRegion}) before the rows.
      *
      * @param signals the handle's symmetric signal words ({@code [NG]} dispatch, {@code [W]} combine, {@code [W]} combine-done)
      * @param peerModes int32 {@code [W]}: {@link #PEER_DIRECT} or {@link #PEER_PUT}
@@ -156,11 +186,11 @@ public final class AllToAllKernels {
                                     Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
                                     int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize,
                                     int rank, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
-                                    int checkIds, @Specialize int quantizeFrom) {
+                                    int checkIds, @Specialize int quantizeFrom, int pairNotes) {
         sendToDestination(ctx, ctx.groupIdx(), ctx.numGroupsX(), x, xScale, indices, numTokens, dispatchSend,
                 dispatchRecv, signals, pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken,
                 topK, expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
-                quantizeFrom);
+                quantizeFrom, pairNotes);
     }
 
     /**
@@ -173,7 +203,7 @@ public final class AllToAllKernels {
                                   Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
                                   int scalesPerToken, int topK, int expertsPerRank, int groupSize, int rank,
                                   int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
-                                  int quantizeFrom) {
+                                  int quantizeFrom, int pairNotes) {
         long stateRound = state.getLong(STATE_ROUND);
         int mode = peerModes.getInt(dest);
         // resolved before the mode is known (unused for a put peer): from the host's table, a load
@@ -192,9 +222,12 @@ public final class AllToAllKernels {
             outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
+        // a put destination reads the rows' own metas after its signal instead (docs/protocol.md, "Pair notes")
+        long notesAt = notesAt(direct, pairNotes, round, world / groupSize, maxTokens, rowBytes, group, pairsPerRegion);
         long packed = MoeKernels.packRows(ctx, dest, world, x, xScale, indices, numTokens, pairLocation, inputReport,
                 rowsOut, outRegionRow, serves ? 1 : 0, dispatchRecv, recvRegionRow, putPeer, xBytes, scalesPerToken,
-                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom);
+                topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, quantizeFrom,
+                notesAt);
         int rows = (int) packed;
         boolean allRows = (packed & MoeKernels.PACK_ALL_ROWS) != 0;
         int pairs = (int) (packed >>> MoeKernels.PACK_PAIRS_SHIFT);
@@ -206,6 +239,7 @@ public final class AllToAllKernels {
         if (putPeer >= 0) {
             ctx.quiet();
         }
+
         ctx.localBarrier();
         if (ctx.localIdx() == 0) {
             finishDispatchSend(ctx, signals, peerSignals, releaseSignal, state, round, dest, world, group, serves,
@@ -286,14 +320,15 @@ public final class AllToAllKernels {
      *       and zeroes {@code slotCounts};</li>
      *   <li>ordered ({@code orderedSlots == 1}, decode; {@code Y} a power of two up to
      *       {@link #MAX_RECEIVE_PARTS}, block {@code y} the part of the local experts
-     *       {@code l mod Y == y}): threads {@code 0..g} wait for groups {@code 0..g}, and the slots
-     *       follow the groups' order, counted in shared memory ({@link MoeKernels#scatterOrdered}):
-     *       no global atomics and no completion count; {@code slotCounts} is not touched.</li>
+     *       {@code l mod Y == y}): the slots follow the groups' order, counted in shared memory from
+     *       groups {@code 0..g}'s pair notes or metas ({@link #receiveInSourceOrder}): no global
+     *       atomics and no completion count; {@code slotCounts} is not touched.</li>
      * </ul>
      *
+     * @param peerModes int32 {@code [W]}: how each peer's rows come ({@link #PEER_DIRECT}: with pair notes)
      * @param waitTag the tag of the wait for signal word 0; word {@code i} has {@code waitTag + i}
      */
-    public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf signals, Buf slotCounts,
+    public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf signals, Buf peerModes, Buf slotCounts,
                                     Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
@@ -303,10 +338,10 @@ public final class AllToAllKernels {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         if (orderedSlots != 0) {
-            receiveInSourceOrder(ctx, g, ctx.groupIdy(), ctx.numGroupsY(), dispatchRecv, signals, expertNumTokens,
-                    expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors, timeoutNanos, waitTag, rank,
-                    groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens, numGroups,
-                    pairsPerRegion);
+            receiveInSourceOrder(ctx, g, ctx.groupIdy(), ctx.numGroupsY(), dispatchRecv, signals, peerModes,
+                    expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors, timeoutNanos,
+                    waitTag, rank, groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+                    numGroups, pairsPerRegion);
         } else {
             long round = state.getLong(STATE_ROUND);
             int[] shared = ctx.allocateIntLocalArray(1);
@@ -352,35 +387,48 @@ public final class AllToAllKernels {
             sendToDestination(ctx, block, world, x, xScale, indices, numTokens, dispatchSend, dispatchRecv, signals,
                     pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken, topK,
                     expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
-                    quantizeFrom);
+                    quantizeFrom, 1);
         } else {
             // shifts, not divisions: a division is dozens of dependent instructions on the GPU
             int parts = 1 << partShift;
             receiveInSourceOrder(ctx, (block - world) >> partShift, (block - world) & (parts - 1), parts, dispatchRecv,
-                    signals, expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, state, errors,
-                    timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes,
-                    maxTokens, numGroups, pairsPerRegion);
+                    signals, peerModes, expertNumTokens, expertX, expertXScale, expertOrigin, pairsFromGroup, state,
+                    errors, timeoutNanos, waitTag, rank, groupSize, expertsPerRank, xBytes, scalesPerToken, topK,
+                    rowBytes, maxTokens, numGroups, pairsPerRegion);
         }
     }
 
     /**
      * The ordered receive of {@link #dispatchRecv} for source group {@code g}, part {@code part}
-     * of its {@code parts} blocks: threads {@code 0..g} wait for groups {@code 0..g}, then
-     * {@link MoeKernels#scatterOrdered}. The round is the block's own ({@link #receiveRoundIndex}):
-     * read here, advanced by thread 0 once every thread has read it.
+     * of its {@code parts} blocks: the pairs of groups {@code 0..g}, then
+     * {@link MoeKernels#slotsInSourceOrder}, then the copy of group {@code g}'s rows. A group whose
+     * member here stores its rows directly ({@link #PEER_DIRECT}) is read from its pair notes
+     * ({@link #notesRegion}), each waited for on its own, so the slots are taken while the senders
+     * still copy and fence their rows, and only the copy waits for group {@code g}'s signal; a
+     * group whose rows are put is read from the rows' metas after its signal. The round is the
+     * block's own ({@link #receiveRoundIndex}): read here, advanced by thread 0 once every thread
+     * has read it.
      */
     static void receiveInSourceOrder(KernelContext ctx, int g, int part, int parts, Buf dispatchRecv, Buf signals,
-                                     Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
-                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
-                                     int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
-                                     int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion) {
+                                     Buf peerModes, Buf expertNumTokens, Buf expertX, Buf expertXScale,
+                                     Buf expertOrigin, Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos,
+                                     int waitTag, int rank, int groupSize, int expertsPerRank, int xBytes,
+                                     int scalesPerToken, int topK, int rowBytes, int maxTokens, int numGroups,
+                                     int pairsPerRegion) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
+        int member = rank % groupSize;
         long roundIndex = receiveRoundIndex(numGroups * groupSize, g, part);
         long round = state.getLong(roundIndex) + 1;
-        int[] rowsFrom = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
+        // per group s <= g: its pairs (notes) or rows (put), and which
+        int[] sent = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
+        int[] noted = ctx.allocateIntLocalArray(MoeKernels.ORDERED_GROUPS);
         int[] counts = ctx.allocateIntLocalArray(MoeKernels.ORDERED_EXPERTS);
         int[] listed = ctx.allocateIntLocalArray(1);
+        int[] copySlot = ctx.allocateIntLocalArray(MoeKernels.ORDERED_PAIRS);
+        int[] copyExpert = ctx.allocateIntLocalArray(MoeKernels.ORDERED_PAIRS);
+        int[] copyRow = ctx.allocateIntLocalArray(MoeKernels.ORDERED_PAIRS);
+        int[] copyOrigin = ctx.allocateIntLocalArray(MoeKernels.ORDERED_PAIRS);
         for (int l = tid; l < expertsPerRank; l += threads) {
             counts[l] = 0;
         }
@@ -388,17 +436,112 @@ public final class AllToAllKernels {
             listed[0] = 0;
         }
         for (int s = tid; s <= g; s += threads) {
+            boolean viaNotes = peerModes.getInt(s * groupSize + member) == PEER_DIRECT;
+            noted[s] = viaNotes ? 1 : 0;
             // a wait is a split point of the CPU runner's loop form: its result goes to a local first
-            int rows = receivedRows(ctx, signals, s, round, timeoutNanos, errors, rank, groupSize, waitTag);
-            rowsFrom[s] = rows;
+            if (viaNotes) {
+                int pairs = notedPairs(ctx, dispatchRecv, s, round, timeoutNanos, errors, rank, groupSize, waitTag,
+                        maxTokens, rowBytes, numGroups, pairsPerRegion);
+                sent[s] = pairs;
+            } else {
+                int rows = receivedRows(ctx, signals, s, round, timeoutNanos, errors, rank, groupSize, waitTag);
+                sent[s] = rows;
+            }
         }
         ctx.localBarrier();
         if (tid == 0) {
             state.setLong(roundIndex, round); // every thread read it before the barrier
         }
-        MoeKernels.scatterOrdered(ctx, g, part, parts, dispatchRecv, rowsFrom, counts, listed, expertNumTokens,
-                expertX, expertXScale, expertOrigin, pairsFromGroup, xBytes, scalesPerToken, topK, rowBytes,
-                maxTokens, numGroups, pairsPerRegion, expertsPerRank);
+
+        // Every pair of groups 0..g (items: a group's notes, or its rows' (row, pair) metas),
+        // numbered across the groups and dealt to the threads in turn, so that a decode round's few
+        // pairs are read all at once (a thread's pairs of successive groups would wait for each other).
+        int kd = MoeKernels.pairsPerRow(pairsPerRegion, maxTokens, topK);
+        int metaOffset = MoeKernels.rowMetaOffset(xBytes, scalesPerToken);
+        int before = 0; // items of the groups before s
+        for (int s = 0; s <= g; s++) {
+            int viaNotes = noted[s];
+            int items = viaNotes != 0 ? MoeKernels.clamp(sent[s], 0, pairsPerRegion)
+                    : MoeKernels.clamp(sent[s], 0, maxTokens) * kd;
+            long notes = notesRegion(numGroups, maxTokens, rowBytes, s, pairsPerRegion) + 1;
+            int first = tid - before % threads; // the first j with (before + j) % threads == tid
+            if (first < 0) {
+                first += threads;
+            }
+            for (int j = first; j < items; j += threads) {
+                int row;
+                int pair; // its number among the group's pairs
+                int expert;
+                if (viaNotes != 0) {
+                    long note = ctx.waitAtLeast(dispatchRecv.slice(8 * (notes + j), 8), round << 32, timeoutNanos,
+                            errors, rank, s * groupSize + member, waitTag + s);
+                    // a wait that ran out (recorded, raised on the host) counts as no pair
+                    boolean arrived = KernelContext.reached(note, round << 32);
+                    row = arrived ? (int) (note >>> 16) & 0xffff : maxTokens;
+                    pair = j;
+                    expert = ((int) note & 0xffff) - 1;
+                } else {
+                    row = j / kd;
+                    int p = j - row * kd;
+                    long meta = MoeKernels.metaIndex((long) s * maxTokens + row, rowBytes, metaOffset);
+                    // the row's first pair, its pair count and this pair's expert in one round trip
+                    int rowPairBase = dispatchRecv.getInt(meta);
+                    int rowPairs = MoeKernels.clamp(dispatchRecv.getInt(meta + 1), 0, kd);
+                    expert = dispatchRecv.getInt(meta + 2 + p);
+                    pair = rowPairBase + p;
+                    if (s == g && p == 0 && row == items / kd - 1 && part == 0) {
+                        // pairs are numbered contiguously in row order: the last row ends the count
+                        pairsFromGroup.setInt(g, rowPairBase + rowPairs);
+                    }
+                    if (p >= rowPairs) {
+                        row = maxTokens; // no such pair
+                    }
+                }
+                if (row < maxTokens && expert >= 0 && expert < expertsPerRank && (expert & (parts - 1)) == part) {
+                    if (s < g) {
+                        ctx.atomicAdd(counts, expert, 1);
+                    } else {
+                        int c = ctx.atomicAdd(listed, 0, 1);
+                        copyExpert[c] = expert;
+                        copyRow[c] = g * maxTokens + row;
+                        copyOrigin[c] = g * pairsPerRegion + pair;
+                    }
+                }
+            }
+            before += items;
+        }
+        if (tid == 0 && part == 0 && (noted[g] != 0 || sent[g] == 0)) {
+            pairsFromGroup.setInt(g, noted[g] != 0 ? MoeKernels.clamp(sent[g], 0, pairsPerRegion) : 0);
+        }
+        ctx.localBarrier();
+        int copies = MoeKernels.slotsInSourceOrder(ctx, g, part, parts, counts, listed[0], copySlot, copyExpert,
+                copyOrigin, expertNumTokens, expertOrigin, maxTokens, numGroups, expertsPerRank);
+        // the rows themselves: after group g's signal (a put group's was waited for above)
+        if (tid == 0) {
+            listed[0] = 1; // every thread read the count before the slots' barrier
+            if (copies > 0 && noted[g] != 0) {
+                int rows = receivedRows(ctx, signals, g, round, timeoutNanos, errors, rank, groupSize, waitTag);
+                // a wait that ran out (recorded, raised on the host): nothing is copied
+                listed[0] = rows > 0 ? 1 : 0;
+            }
+        }
+        ctx.localBarrier();
+        MoeKernels.copyListed(ctx, dispatchRecv, expertX, expertXScale, listed[0] != 0 ? copies : 0, copySlot,
+                copyExpert, copyRow, numGroups * maxTokens, xBytes, scalesPerToken, rowBytes);
+    }
+
+    /**
+     * The pairs source group {@code s} sent this round, from its count note ({@link #notesRegion})
+     * once the bounded wait for it returns (0 when it ran out: recorded in {@code errors}, raised on
+     * the host).
+     */
+    static int notedPairs(KernelContext ctx, Buf dispatchRecv, int s, long round, long timeoutNanos, Buf errors,
+                          int rank, int groupSize, int waitTag, int maxTokens, int rowBytes, int numGroups,
+                          int pairsPerRegion) {
+        long note = ctx.waitAtLeast(dispatchRecv.slice(8 * notesRegion(numGroups, maxTokens, rowBytes, s,
+                pairsPerRegion), 8), round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
+                waitTag + s);
+        return KernelContext.reached(note, round << 32) ? (int) (note & 0xffffffffL) : 0;
     }
 
     /**

@@ -44,12 +44,14 @@ public final class MoeKernels {
     static final int PACK_IDS = 2048;
     /** (row, pair) entries {@link #scatter} keeps in shared memory per chunk of rows. */
     static final int SCATTER_PAIRS = 2048;
-    /** Most pairs of one source group {@link #scatterOrdered} takes ({@code M * Kd}): its list in shared memory. */
+    /** Most pairs of one source group the source-order receive takes ({@code M * Kd}): its list in shared memory. */
     public static final int ORDERED_PAIRS = 1024;
-    /** Most local experts {@link #scatterOrdered} counts ({@code L}): its counters in shared memory. */
+    /** Most local experts the source-order receive counts ({@code L}): its counters in shared memory. */
     public static final int ORDERED_EXPERTS = 1024;
-    /** Most source groups {@link #scatterOrdered} orders ({@code NG}): their row counts in shared memory. */
+    /** Most source groups the source-order receive orders ({@code NG}): their counts in shared memory. */
     public static final int ORDERED_GROUPS = 256;
+    /** Most rows per source group (M) of the source-order receive: a pair note's row is 16 bits. */
+    public static final int ORDERED_ROWS = 8;
     /** Values that share one float32 scale in fp8 tokens (and in a quantising dispatch's rows). */
     public static final int SCALE_BLOCK = 128;
     /** Threads that quantise one block of {@link #SCALE_BLOCK} values together ({@link #finishShare}). */
@@ -103,7 +105,8 @@ public final class MoeKernels {
         boolean serves = dest % groupSize == member;
         int rows = (int) packRows(ctx, dest, ctx.numGroupsX(), x, xScale, indices, numTokens, pairLocation, inputReport,
                 dispatchSend, (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1, xBytes,
-                scalesPerToken, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1);
+                scalesPerToken, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds, -1,
+                -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }
@@ -125,12 +128,17 @@ public final class MoeKernels {
      * <p>With {@code quantizeFrom} a dtype code (bf16 or fp16) the rows carry x's tokens quantised
      * to fp8-e4m3 ({@link #finishShare}): {@code xBytes} is then H and {@code scalesPerToken}
      * H / 128, and xScale is not read; -1 copies x's bytes and xScale's scales as they are.
+     *
+     * <p>With {@code notesAt = round << 32 | firstNote} (-1 for none; a round's may be negative: the
+     * round counts modulo 2^32 there) from a block that alone serves a mapped d (decode), the block also writes d's pair notes of the round into {@code rowsOut} from word
+     * {@code firstNote} on (its region: {@code AllToAllKernels.notesRegion}), each chunk's before
+     * its rows ({@link #writePairNotes}), and the count note once every pair is numbered.
      */
     static long packRows(KernelContext ctx, int dest, int world, Buf x, Buf xScale, Buf indices, Buf numTokens,
                         Buf pairLocation, Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst,
                         long putRegionRow, int putPeer, int xBytes, int scalesPerToken, int topK, int expertsPerRank,
                         int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
-                        int quantizeFrom) {
+                        int quantizeFrom, long notesAt) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int firstExpert = dest * expertsPerRank;
@@ -259,6 +267,12 @@ public final class MoeKernels {
             recordToken(tid, n, chunk + tid, chunkRow, pairBase, pairs, tokenLocal, tokenPairBase, rowToken, rowPairBase,
                     rowPairs, rowMask);
             ctx.localBarrier();
+            if (notesAt != -1) {
+                // before the rows: the receiver takes its slots from the notes while the rows are copied
+                writePairNotes(rowsOut, notesAt, chunkIds, idsBase - chunk * topK, rowToken, rowPairBase, rowPairs,
+                        rowMask, rowsBefore, chunkRows, m - chunk - n, pairsBefore + chunkPairs, topK, firstExpert,
+                        pairsPerRegion, maxTokens, tid, threads);
+            }
 
             writePairLocations(pairLocation, chunk, skip, own, topK, tokenLocal, tokenDropped, tokenPairBase,
                     dest * pairsPerRegion, tid, threads);
@@ -281,7 +295,39 @@ public final class MoeKernels {
             // The next chunk overwrites the shared arrays.
             ctx.localBarrier();
         }
+        if (m == 0 && notesAt != -1 && tid == 0) {
+            rowsOut.setLong(notesAt & 0xffffffffL, notesAt & -(1L << 32)); // no chunk: the count note, no pair
+        }
         return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0) | ((long) pairsBefore << PACK_PAIRS_SHIFT);
+    }
+
+    /**
+     * Writes the pair notes of a chunk's rows ({@link #recordToken}: chunk row {@code r} is row
+     * {@code firstRow + r}; token {@code t}'s ids are {@code ids[idsBase + t*topK]} on) into a
+     * destination's note region ({@code AllToAllKernels.notesRegion}; {@code notesAt = round << 32 |}
+     * the region's first word in {@code notes}): note {@code 1 + q} of pair {@code q} is
+     * {@code round << 32 | row << 16 | (l + 1)}, l its local expert; when no tokens follow the
+     * chunk's ({@code tokensAfter == 0}) thread 0 then writes the count note,
+     * {@code round << 32 | pairs}. One store per note, none waits: each note carries its round, so
+     * none needs a fence.
+     */
+    static void writePairNotes(Buf notes, long notesAt, int[] ids, int idsBase, int[] rowToken, int[] rowPairBase,
+                               int[] rowPairs, long[] rowMask, int firstRow, int chunkRows, int tokensAfter, int pairs,
+                               int topK, int firstExpert, int pairsPerRegion, int maxTokens, int tid, int threads) {
+        int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
+        long tag = notesAt & -(1L << 32);
+        long firstNote = notesAt & 0xffffffffL;
+        for (int i = tid; i < chunkRows * kd; i += threads) {
+            int r = i / kd;
+            int p = i - r * kd;
+            if (p < rowPairs[r]) {
+                int l = nthLocalExpert(ids, idsBase + rowToken[r] * topK, topK, firstExpert, rowMask[r], p);
+                notes.setLong(firstNote + 1 + rowPairBase[r] + p, tag | ((long) (firstRow + r) << 16) | (l + 1));
+            }
+        }
+        if (tokensAfter == 0 && tid == 0) {
+            notes.setLong(firstNote, tag | pairs);
+        }
     }
 
     /**
@@ -468,87 +514,26 @@ public final class MoeKernels {
     }
 
     /**
-     * The scatter of a dispatch receive grid of one block per source group (decode, where the
-     * protocol chooses it): slots in source-group order, counted in shared memory instead of with
-     * global atomics, so that no block needs another's counts and the grid needs no completion
-     * count. The block of group {@code g = group} counts the pairs of every earlier group
-     * {@code s < g} per local expert in {@code counts} (zero at the call), then takes its own
-     * pairs' slots after them; the last
-     * group's block, whose counts then cover every group, writes {@code expertNumTokens}. After the
-     * waits, one round trip to memory (every row's meta, all at once) before the copy, where the
-     * counted scatter takes five more (the slot atomics, the grid count between two fences, the
-     * counts' read).
-     *
-     * <p>A group may have {@code parts} blocks (a power of two): part {@code q} does all of the
-     * above for the local experts {@code l} with {@code l mod parts == q} only, so each expert's
-     * slots are still taken by one block and the parts need nothing from each other; they share
-     * the copy, the bulk of a round of several tokens.
-     *
-     * @param rowsFrom shared: the rows each group {@code s <= g} sent (from its dispatch signal)
-     * @param counts shared, {@code [L]} zero: pairs per local expert
-     * @param listed shared, {@code [1]} zero: the length of the block's copy list
+     * The slots of a source-order receive block ({@code AllToAllKernels.receiveInSourceOrder}:
+     * decode, where the protocol chooses it), the block of source group {@code g = group} and part
+     * {@code part} of {@code parts} (the local experts {@code l} with {@code l mod parts == part}),
+     * once its pairs are read: {@code counts} (shared, {@code [L]}) holds every earlier group's
+     * pairs per local expert of the part, the list ({@code copies} entries of {@code copyExpert} and
+     * {@code copyOrigin}) this group's pairs of the part. Each listed pair takes its slot after the
+     * earlier groups' ({@code copySlot}; -1 past the expert's rows, which only invalid input
+     * reaches) and records its origin; the last group's blocks then write {@code expertNumTokens}
+     * of their part. No global atomics, and no block needs another's counts: each expert's slots
+     * are taken by one block. Returns {@code copies}, the slots seen by every thread (a barrier).
      */
-    static void scatterOrdered(KernelContext ctx, int group, int part, int parts, Buf dispatchRecv, int[] rowsFrom,
-                               int[] counts, int[] listed, Buf expertNumTokens, Buf expertX, Buf expertXScale,
-                               Buf expertOrigin, Buf pairsFromGroup, int xBytes, int scalesPerToken, int topK,
-                               int rowBytes, int maxTokens, int numGroups, int pairsPerRegion, int expertsPerRank) {
+    static int slotsInSourceOrder(KernelContext ctx, int group, int part, int parts, int[] counts, int copies,
+                                  int[] copySlot, int[] copyExpert, int[] copyOrigin, Buf expertNumTokens,
+                                  Buf expertOrigin, int maxTokens, int numGroups, int expertsPerRank) {
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
         int capacity = numGroups * maxTokens;
-        int metaOffset = rowMetaOffset(xBytes, scalesPerToken);
-        int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
-        int[] copySlot = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-        int[] copyExpert = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-        int[] copyRow = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-        int[] copyOrigin = ctx.allocateIntLocalArray(ORDERED_PAIRS);
-
-        // Pass 1: every (row, pair) of groups 0..g, numbered across the groups and dealt to the
-        // threads in turn, so that a decode round's few pairs load their metas all at once (a
-        // thread's pairs of successive groups would wait for each other's loads).
-        int before = 0; // pairs of the groups before s
-        for (int s = 0; s <= group; s++) {
-            int rows = clamp(rowsFrom[s], 0, maxTokens);
-            int items = rows * kd;
-            int first = tid - before % threads; // the first j with (before + j) % threads == tid
-            if (first < 0) {
-                first += threads;
-            }
-            for (int j = first; j < items; j += threads) {
-                int r = j / kd;
-                int p = j - r * kd;
-                long meta = metaIndex((long) s * maxTokens + r, rowBytes, metaOffset);
-                // the row's first pair, its pair count and this pair's expert in one round trip
-                int rowPairBase = dispatchRecv.getInt(meta);
-                int rowPairs = clamp(dispatchRecv.getInt(meta + 1), 0, kd);
-                int expert = dispatchRecv.getInt(meta + 2 + p);
-                if (p < rowPairs && expert >= 0 && expert < expertsPerRank && (expert & (parts - 1)) == part) {
-                    if (s < group) {
-                        ctx.atomicAdd(counts, expert, 1);
-                    } else {
-                        int c = ctx.atomicAdd(listed, 0, 1);
-                        copyExpert[c] = expert;
-                        copyRow[c] = (int) ((long) s * maxTokens + r);
-                        copyOrigin[c] = group * pairsPerRegion + rowPairBase + p;
-                    }
-                }
-                if (s == group && p == 0 && r == rows - 1 && part == 0) {
-                    // pairs are numbered contiguously in row order: the last row ends the count
-                    pairsFromGroup.setInt(group, rowPairBase + rowPairs);
-                }
-            }
-            before += items;
-        }
-        if (tid == 0 && part == 0 && clamp(rowsFrom[group], 0, maxTokens) == 0) {
-            pairsFromGroup.setInt(group, 0);
-        }
-        ctx.localBarrier();
-
-        // Pass 2: this group's pairs take their slots after the earlier groups' pairs.
-        int copies = listed[0];
         for (int c = tid; c < copies; c += threads) {
             int expert = copyExpert[c];
             int slot = ctx.atomicAdd(counts, expert, 1);
-            // a slot past the expert's rows only comes with invalid input: never written
             if (slot < capacity) {
                 expertOrigin.setInt((long) expert * capacity + slot, copyOrigin[c]);
             }
@@ -560,8 +545,7 @@ public final class MoeKernels {
                 expertNumTokens.setInt(l, counts[l]);
             }
         }
-        copyListed(ctx, dispatchRecv, expertX, expertXScale, copies, copySlot, copyExpert, copyRow, capacity, xBytes,
-                scalesPerToken, rowBytes);
+        return copies;
     }
 
     /**

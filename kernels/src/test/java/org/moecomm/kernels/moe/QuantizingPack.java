@@ -25,7 +25,7 @@ public final class QuantizingPack {
         int rows = (int) MoeKernels.packRows(ctx, dest, ctx.numGroupsX(), x, x, indices, numTokens, pairLocation,
                 inputReport, dispatchSend, (long) (dest / groupSize) * maxTokens, serves ? 1 : 0, dispatchSend, 0, -1,
                 hidden, hidden / MoeKernels.SCALE_BLOCK, topK, expertsPerRank, rowBytes, maxTokens, pairsPerRegion,
-                -1, 1, quantizeFrom);
+                -1, 1, quantizeFrom, -1);
         if (serves && ctx.localIdx() == 0 && ctx.groupIdy() == ctx.numGroupsY() - 1) {
             sendRows.setInt(dest / groupSize, rows);
         }

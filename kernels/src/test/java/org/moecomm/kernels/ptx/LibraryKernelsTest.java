@@ -129,8 +129,8 @@ class LibraryKernelsTest {
             smem += Long.parseLong(m.group(2)) * Integer.parseInt(m.group(1)) / 8;
         }
         // counted: three lists of 2048 ints, two list counters and the block's rows; ordered: four
-        // lists of 1024 ints, 1024 expert counts, 256 group rows and one list counter
-        long expected = orderedSlots == 0 ? 3 * 2048 * 4 + 2 * 4 + 4 : 4 * 1024 * 4 + 1024 * 4 + 256 * 4 + 4;
+        // lists of 1024 ints, 1024 expert counts, 256 groups' counts and how each came, one list counter
+        long expected = orderedSlots == 0 ? 3 * 2048 * 4 + 2 * 4 + 4 : 4 * 1024 * 4 + 1024 * 4 + 2 * 256 * 4 + 4;
         long bytes = smem;
         assertEquals(expected, bytes, () -> "shared arrays of dispatchRecv for orderedSlots " + orderedSlots + ":\n"
                 + k.ptx().lines().filter(l -> l.startsWith(".shared")).collect(java.util.stream.Collectors.joining("\n")));

@@ -20,6 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.PeerWrites;
 import org.moecomm.core.check.CheckedRound;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
@@ -48,10 +49,13 @@ class SlotOrderTest {
         MoeConfig quantising = Harness.config().worldSize(2).numExperts(8).topK(3).hidden(384).maxTokensPerRank(8)
                 .inType(DType.BF16).expertInType(DType.FP8_E4M3).build();
         MoeConfig parts = Harness.config().worldSize(2).numExperts(16).topK(8).hidden(256).maxTokensPerRank(8).build();
+        // rows put rather than stored: the receiver reads their metas after the signal, not pair notes
+        MoeConfig puts = groups.toBuilder().peerWrites(PeerWrites.PUTS).build();
         return Stream.of(1, MoeKernels.THREADS).flatMap(threads -> Stream.of(
                 Arguments.of("one token", one, threads), Arguments.of("groups", groups, threads),
                 Arguments.of("fp8 with scales", fp8, threads), Arguments.of("quantising", quantising, threads),
-                Arguments.of("eight parts per group, an expert each", parts, threads)));
+                Arguments.of("eight parts per group, an expert each", parts, threads),
+                Arguments.of("puts", puts, threads)));
     }
 
     /**

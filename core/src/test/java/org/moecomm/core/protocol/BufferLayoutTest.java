@@ -1,11 +1,13 @@
 package org.moecomm.core.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 import org.moecomm.core.DType;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Preset;
+import org.moecomm.kernels.moe.AllToAllKernels;
 
 class BufferLayoutTest {
     @Test
@@ -43,5 +45,25 @@ class BufferLayoutTest {
                 l.symmetricBytes());
         assertEquals(1024L * 20 * 3, l.combineRegionOffset(3));
         assertEquals(7L << 32 | 5, BufferLayout.signalValue(7, 5));
+    }
+
+    /** Up to M = 8 dispatchRecv carries the pair notes after its rows, where the kernels look for them. */
+    @Test
+    void decodeSizesHavePairNotesAfterTheRows() {
+        MoeConfig c = Preset.DEEPSEEK_V3.config(4, 2, 8).build();
+        BufferLayout l = new BufferLayout(c);
+        int ng = 2;
+        assertEquals(8 * 8, l.pairsPerRegion());
+        assertEquals((long) ng * 8 * l.rowBytes(), l.dispatchRowBytes());
+        assertEquals((long) ng * (1 + 64), l.pairNoteWords()); // a count note and M*Kd pair notes per group
+        assertEquals(l.dispatchRowBytes() + 8 * l.pairNoteWords(), l.dispatchRecvBytes());
+        assertEquals(l.dispatchRowBytes(), l.dispatchSendBytes()); // the notes are never staged
+        for (int g = 0; g < ng; g++) {
+            long first = AllToAllKernels.notesRegion(ng, 8, l.rowBytes(), g, l.pairsPerRegion());
+            assertEquals(l.dispatchRowBytes() / 8 + g * 65L, first);
+            assertTrue(8 * (first + 1 + l.pairsPerRegion()) <= l.dispatchRecvBytes());
+        }
+        assertEquals(0, new BufferLayout(Preset.DEEPSEEK_V3.config(4, 2, 9).build()).pairNoteWords(),
+                "no notes above M = 8 (no source-order receive there)");
     }
 }

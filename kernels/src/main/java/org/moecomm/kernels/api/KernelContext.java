@@ -229,6 +229,16 @@ public interface KernelContext {
     void storeRelease(Buf buf, long index, long value);
 
     /**
+     * One thread: stores int64 element {@code index} of {@code buf} (local, or a peer's through
+     * {@link #peerBuf}) as a relaxed store for every observer in the system ({@code st.relaxed.sys};
+     * on the JVM {@code setOpaque}): no order with this thread's other accesses, but a reader's
+     * {@link #waitAtLeast} or {@link #loadAcquire} of the word races with it within the memory
+     * model and sees the old value or this one whole. For words that say by themselves which round
+     * they belong to (the dispatch's pair notes), where a plain store would be a data race.
+     */
+    void storeRelaxed(Buf buf, long index, long value);
+
+    /**
      * One thread: adds {@code delta} to int64 element {@code index} of {@code buf} (local, or a
      * peer's through {@link #peerBuf}) atomically, as a release for every observer in the system,
      * like {@link #storeRelease}: into a mapped peer's signal word it is {@link #systemFence()} and

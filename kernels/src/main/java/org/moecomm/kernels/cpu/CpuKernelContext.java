@@ -301,6 +301,11 @@ final class CpuKernelContext implements KernelContext {
     }
 
     @Override
+    public void storeRelaxed(Buf buf, long index, long value) {
+        SEGMENT_LONG.setOpaque(buf.segment(), index << 3, value);
+    }
+
+    @Override
     public long loadAcquire(Buf buf, long index) {
         return (long) SEGMENT_LONG.getAcquire(buf.segment(), index << 3);
     }

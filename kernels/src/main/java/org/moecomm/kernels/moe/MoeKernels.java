@@ -130,9 +130,10 @@ public final class MoeKernels {
      * H / 128, and xScale is not read; -1 copies x's bytes and xScale's scales as they are.
      *
      * <p>With {@code notesAt = round << 32 | firstNote} (-1 for none; a round's may be negative: the
-     * round counts modulo 2^32 there) from a block that alone serves a mapped d (decode), the block also writes d's pair notes of the round into {@code rowsOut} from word
-     * {@code firstNote} on (its region: {@code AllToAllKernels.notesRegion}), each chunk's before
-     * its rows ({@link #writePairNotes}), and the count note once every pair is numbered.
+     * round counts modulo 2^32 there) from a block that alone serves a mapped d (decode), the block
+     * also writes d's pair notes of the round into {@code rowsOut} from word {@code firstNote} on
+     * (its region: {@code AllToAllKernels.notesRegion}), each chunk's before its rows
+     * ({@link #writePairNotes}), and the count note once every pair is numbered.
      */
     static long packRows(KernelContext ctx, int dest, int world, Buf x, Buf xScale, Buf indices, Buf numTokens,
                         Buf pairLocation, Buf inputReport, Buf rowsOut, long outRegionRow, int copy, Buf putDst,
@@ -269,7 +270,7 @@ public final class MoeKernels {
             ctx.localBarrier();
             if (notesAt != -1) {
                 // before the rows: the receiver takes its slots from the notes while the rows are copied
-                writePairNotes(rowsOut, notesAt, chunkIds, idsBase - chunk * topK, rowToken, rowPairBase, rowPairs,
+                writePairNotes(ctx, rowsOut, notesAt, chunkIds, idsBase - chunk * topK, rowToken, rowPairBase, rowPairs,
                         rowMask, rowsBefore, chunkRows, m - chunk - n, pairsBefore + chunkPairs, topK, firstExpert,
                         pairsPerRegion, maxTokens, tid, threads);
             }
@@ -296,7 +297,8 @@ public final class MoeKernels {
             ctx.localBarrier();
         }
         if (m == 0 && notesAt != -1 && tid == 0) {
-            rowsOut.setLong(notesAt & 0xffffffffL, notesAt & -(1L << 32)); // no chunk: the count note, no pair
+            // no chunk: the count note, no pair
+            ctx.storeRelaxed(rowsOut, notesAt & 0xffffffffL, notesAt & -(1L << 32));
         }
         return rowsBefore | (numberedEnd == m ? PACK_ALL_ROWS : 0) | ((long) pairsBefore << PACK_PAIRS_SHIFT);
     }
@@ -308,12 +310,14 @@ public final class MoeKernels {
      * the region's first word in {@code notes}): note {@code 1 + q} of pair {@code q} is
      * {@code round << 32 | row << 16 | (l + 1)}, l its local expert; when no tokens follow the
      * chunk's ({@code tokensAfter == 0}) thread 0 then writes the count note,
-     * {@code round << 32 | pairs}. One store per note, none waits: each note carries its round, so
+     * {@code round << 32 | pairs}. One relaxed system-scope store per note ({@code storeRelaxed}: the
+     * receiver's waits read the notes as they land), none waits: each note carries its round, so
      * none needs a fence.
      */
-    static void writePairNotes(Buf notes, long notesAt, int[] ids, int idsBase, int[] rowToken, int[] rowPairBase,
-                               int[] rowPairs, long[] rowMask, int firstRow, int chunkRows, int tokensAfter, int pairs,
-                               int topK, int firstExpert, int pairsPerRegion, int maxTokens, int tid, int threads) {
+    static void writePairNotes(KernelContext ctx, Buf notes, long notesAt, int[] ids, int idsBase, int[] rowToken,
+                               int[] rowPairBase, int[] rowPairs, long[] rowMask, int firstRow, int chunkRows,
+                               int tokensAfter, int pairs, int topK, int firstExpert, int pairsPerRegion, int maxTokens,
+                               int tid, int threads) {
         int kd = pairsPerRow(pairsPerRegion, maxTokens, topK);
         long tag = notesAt & -(1L << 32);
         long firstNote = notesAt & 0xffffffffL;
@@ -322,11 +326,12 @@ public final class MoeKernels {
             int p = i - r * kd;
             if (p < rowPairs[r]) {
                 int l = nthLocalExpert(ids, idsBase + rowToken[r] * topK, topK, firstExpert, rowMask[r], p);
-                notes.setLong(firstNote + 1 + rowPairBase[r] + p, tag | ((long) (firstRow + r) << 16) | (l + 1));
+                long note = tag | ((long) (firstRow + r) << 16) | (l + 1);
+                ctx.storeRelaxed(notes, firstNote + 1 + rowPairBase[r] + p, note);
             }
         }
         if (tokensAfter == 0 && tid == 0) {
-            notes.setLong(firstNote, tag | pairs);
+            ctx.storeRelaxed(notes, firstNote, tag | pairs);
         }
     }
 

@@ -281,6 +281,8 @@ final class Intrinsics {
         def(CTX, "systemFence", "()V", c -> c.f().op("fence.acq_rel.sys"));
         def(CTX, "storeRelease", "(" + B + "JJ)V", c -> c.f().op("st.release.sys.global.u64 ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
+        def(CTX, "storeRelaxed", "(" + B + "JJ)V", c -> c.f().op("st.relaxed.sys.global.u64 ["
+                + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "], " + c.arg(3)));
         def(CTX, "loadAcquire", "(" + B + "J)J", c -> c.f().op("ld.acquire.sys.global.u64 " + c.result() + ", ["
                 + elementAddress(c.f(), c.arg(1), c.arg(2), 3) + "]"));
         def(CTX, "addRelease", "(" + B + "JJ)V", c -> c.f().op("red.release.sys.global.add.u64 ["

@@ -321,6 +321,22 @@ public final class AllToAllProtocol implements MoeAllToAll {
     }
 
     /**
+     * For tests of the pair notes: this rank's notes ({@link BufferLayout#pairNoteWords}; none
+     * above decode sizes), copied to the host between two passes of the transport's barrier, so
+     * that every peer has finished its round and none has begun the next (every rank calls it
+     * between the same two rounds).
+     */
+    long[] pairNotesBetweenRounds() {
+        transport.barrier();
+        long[] notes = new long[Math.toIntExact(layout.pairNoteWords())];
+        if (notes.length > 0) {
+            memory.copyToHost(dispatchRecv.local(), layout.dispatchRowBytes(), MemorySegment.ofArray(notes));
+        }
+        transport.barrier();
+        return notes;
+    }
+
+    /**
      * Throws what the device has reported so far (a bad expert id or count found by dispatch
      * send's check; the handle has failed then), without waiting for the device: what a caller
      * replaying captured calls does between rounds ({@code RoundGraph.replay} does it).
@@ -527,16 +543,16 @@ public final class AllToAllProtocol implements MoeAllToAll {
         });
     }
 
+    /** {@code AllToAllKernels.dispatch}'s arguments: dispatch send's, then the receive's. */
     private Object[] dispatchArgs(Buf x, Buf xScale, Buf indices, Buf counts, int fixedTokens, Buf expertCounts,
                                   Buf expertX, Buf expertXScale) {
-        return new Object[] {x, xScale, indices, counts, dispatchSend.local(), dispatchRecv.local(), signals.local(),
-                pairLocation, inputReport != null ? inputReport : dummy, roundState, peerModes, peerOffsets,
-                expertCounts, expertX, expertXScale, expertOrigin, pairsFromGroup, waitErrors,
-                config.waitTimeout().toNanos(), waitTag, layout.xBytes(), config.scalesPerToken(), config.topK(),
-                config.expertsPerRank(), config.groupSize(), rank, layout.rowBytes(), config.maxTokensPerRank(),
-                config.numGroups(), Integer.numberOfTrailingZeros(dispatchRecvGrid.blocksY()), layout.pairsPerRegion(),
-                fixedTokens, inputReport != null ? 1 : 0,
-                config.quantizes() ? config.inType().kernelCode() : -1};
+        Object[] send = dispatchSendArgs(x, xScale, indices, counts, fixedTokens);
+        Object[] receive = {expertCounts, expertX, expertXScale, expertOrigin, pairsFromGroup, waitErrors,
+                config.waitTimeout().toNanos(), waitTag, config.numGroups(),
+                Integer.numberOfTrailingZeros(dispatchRecvGrid.blocksY())};
+        Object[] args = Arrays.copyOf(send, send.length + receive.length);
+        System.arraycopy(receive, 0, args, send.length, receive.length);
+        return args;
     }
 
     /**

@@ -362,8 +362,10 @@ public final class AllToAllKernels {
     }
 
     /**
-     * A whole dispatch in one launch (decode): grid {@code (W + NG*P) x 1}. Block {@code x < W} is
-     * {@link #dispatchSend}'s block for destination {@code x}; block {@code W + g*P + q} is
+     * A whole dispatch in one launch (decode): grid {@code (W + NG*P) x 1}; its parameters are
+     * {@link #dispatchSend}'s, then the receive's. Block {@code x < W} is
+     * {@link #dispatchSend}'s block for destination {@code x} ({@code pairNotes}: 1, as the receive
+     * takes its slots in source order); block {@code W + g*P + q} is
      * {@link #dispatchRecv}'s ordered receive of source group {@code g}, part {@code q} of
      * {@code P = 2^partShift}, which needs no other receive block (the protocol launches this
      * kernel only where dispatch recv takes its slots in source order). The receive blocks start
@@ -376,18 +378,19 @@ public final class AllToAllKernels {
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatch(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
                                 Buf dispatchRecv, Buf signals, Buf pairLocation, Buf inputReport, Buf state,
-                                Buf peerModes, Buf peerOffsets, Buf expertNumTokens, Buf expertX, Buf expertXScale,
-                                Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos, int waitTag,
-                                int xBytes, int scalesPerToken, @Specialize int topK, int expertsPerRank,
-                                int groupSize, int rank, int rowBytes, int maxTokens, int numGroups, int partShift,
-                                int pairsPerRegion, int fixedTokens, int checkIds, @Specialize int quantizeFrom) {
+                                Buf peerModes, Buf peerOffsets, int xBytes, int scalesPerToken,
+                                @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
+                                int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
+                                @Specialize int quantizeFrom, int pairNotes, Buf expertNumTokens, Buf expertX,
+                                Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos,
+                                int waitTag, int numGroups, int partShift) {
         int world = numGroups * groupSize;
         int block = ctx.groupIdx();
         if (block < world) {
             sendToDestination(ctx, block, world, x, xScale, indices, numTokens, dispatchSend, dispatchRecv, signals,
                     pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken, topK,
                     expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
-                    quantizeFrom, 1);
+                    quantizeFrom, pairNotes);
         } else {
             // shifts, not divisions: a division is dozens of dependent instructions on the GPU
             int parts = 1 << partShift;
@@ -451,6 +454,15 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         if (tid == 0) {
             state.setLong(roundIndex, round); // every thread read it before the barrier
+        }
+        if (part == 0 && noted[g] != 0) {
+            // Group g's note words past its pairs get the round too, so that every word is rewritten
+            // every round: a word left for 2^31 rounds would pass a later round's wait (the waits
+            // compare modulo 2^64). Its sender wrote the others, and rewrites none before round + 1.
+            long notes = notesRegion(numGroups, maxTokens, rowBytes, g, pairsPerRegion) + 1;
+            for (int q = MoeKernels.clamp(sent[g], 0, pairsPerRegion) + tid; q < pairsPerRegion; q += threads) {
+                ctx.storeRelaxed(dispatchRecv, notes + q, round << 32);
+            }
         }
 
         // Every pair of groups 0..g (items: a group's notes, or its rows' (row, pair) metas),
@@ -516,45 +528,47 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         int copies = MoeKernels.slotsInSourceOrder(ctx, g, part, parts, counts, listed[0], copySlot, copyExpert,
                 copyOrigin, expertNumTokens, expertOrigin, maxTokens, numGroups, expertsPerRank);
-        // the rows themselves: after group g's signal (a put group's was waited for above)
-        if (tid == 0) {
-            listed[0] = 1; // every thread read the count before the slots' barrier
-            if (copies > 0 && noted[g] != 0) {
-                int rows = receivedRows(ctx, signals, g, round, timeoutNanos, errors, rank, groupSize, waitTag);
-                // a wait that ran out (recorded, raised on the host): nothing is copied
-                listed[0] = rows > 0 ? 1 : 0;
+        // the rows themselves: after group g's signal (a put group's was waited for above). Every
+        // thread has read the count (listed[0]) before the slots' barrier: a signal's wait that ran
+        // out (recorded, raised on the host) clears it, and nothing is copied.
+        if (tid == 0 && copies > 0 && noted[g] != 0) {
+            int rows = receivedRows(ctx, signals, g, round, timeoutNanos, errors, rank, groupSize, waitTag);
+            if (rows == 0) {
+                listed[0] = 0;
             }
         }
         ctx.localBarrier();
-        MoeKernels.copyListed(ctx, dispatchRecv, expertX, expertXScale, listed[0] != 0 ? copies : 0, copySlot,
-                copyExpert, copyRow, numGroups * maxTokens, xBytes, scalesPerToken, rowBytes);
+        MoeKernels.copyListed(ctx, dispatchRecv, expertX, expertXScale, listed[0], copySlot, copyExpert, copyRow,
+                numGroups * maxTokens, xBytes, scalesPerToken, rowBytes);
     }
 
     /**
-     * The pairs source group {@code s} sent this round, from its count note ({@link #notesRegion})
-     * once the bounded wait for it returns (0 when it ran out: recorded in {@code errors}, raised on
-     * the host).
+     * The pairs source group {@code s} sent this round, from its count note ({@link #notesRegion}).
      */
     static int notedPairs(KernelContext ctx, Buf dispatchRecv, int s, long round, long timeoutNanos, Buf errors,
                           int rank, int groupSize, int waitTag, int maxTokens, int rowBytes, int numGroups,
                           int pairsPerRegion) {
-        long note = ctx.waitAtLeast(dispatchRecv.slice(8 * notesRegion(numGroups, maxTokens, rowBytes, s,
-                pairsPerRegion), 8), round << 32, timeoutNanos, errors, rank, s * groupSize + rank % groupSize,
-                waitTag + s);
-        return KernelContext.reached(note, round << 32) ? (int) (note & 0xffffffffL) : 0;
+        return countOfRound(ctx, dispatchRecv.slice(8 * notesRegion(numGroups, maxTokens, rowBytes, s,
+                pairsPerRegion), 8), round, timeoutNanos, errors, rank, s * groupSize + rank % groupSize, waitTag + s);
+    }
+
+    /** The rows source group {@code s} sent this round, from its dispatch signal. */
+    static int receivedRows(KernelContext ctx, Buf signals, int s, long round, long timeoutNanos, Buf errors,
+                            int rank, int groupSize, int waitTag) {
+        return countOfRound(ctx, signals.slice(8L * s, 8), round, timeoutNanos, errors, rank,
+                s * groupSize + rank % groupSize, waitTag + s);
     }
 
     /**
-     * The rows source group {@code s} sent this round: the low half of its dispatch signal once
-     * the bounded wait for {@code round << 32} returns (0 when it ran out: recorded in
-     * {@code errors}, raised on the host).
+     * The count a word of the round holds ({@code round << 32 | count}: a dispatch signal or a
+     * count note), from the value the bounded wait for {@code round << 32} returns, or 0 when the
+     * wait ran out (recorded in {@code errors}, raised on the host). The word is this round's, not a
+     * later one's (the next is written only after this rank's round has ended), so the count needs
+     * no load of its own after the wait.
      */
-    static int receivedRows(KernelContext ctx, Buf signals, int s, long round, long timeoutNanos, Buf errors,
-                            int rank, int groupSize, int waitTag) {
-        // the count is in the word the wait saw (this round's: the next is sent only after this
-        // rank's round has ended), so it needs no load of its own after the wait
-        long seen = ctx.waitAtLeast(signals.slice(8L * s, 8), round << 32, timeoutNanos, errors, rank,
-                s * groupSize + rank % groupSize, waitTag + s);
+    static int countOfRound(KernelContext ctx, Buf word, long round, long timeoutNanos, Buf errors, int rank, int peer,
+                            int tag) {
+        long seen = ctx.waitAtLeast(word, round << 32, timeoutNanos, errors, rank, peer, tag);
         return KernelContext.reached(seen, round << 32) ? (int) (seen & 0xffffffffL) : 0;
     }
 

@@ -94,6 +94,48 @@ class SlotOrderTest {
         assertTrue(all.isEmpty(), name + ": " + String.join("\n", all));
     }
 
+    /**
+     * Every word of every source group's pair notes carries the round just ended, also the words
+     * past the round's pairs: a word left unwritten for 2^31 rounds would pass the receiver's wait
+     * for a later round (the waits compare modulo 2^64), so none may stay behind. Four rounds of
+     * few pairs (one token of eight at most, a region of 8 * 4 notes) across round 2^32.
+     */
+    @Test
+    void everyPairNoteIsRewrittenEveryRound() {
+        MoeConfig config = Harness.config().worldSize(4).groupSize(2).numExperts(16).topK(4).hidden(256)
+                .maxTokensPerRank(8).build();
+        long start = (1L << 32) - 2;
+        List<Workload> workloads = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            workloads.add(Workload.generate(config, 1300 + i, Workload.Options.defaults().randomTokens()));
+        }
+        List<List<String>> problems = Harness.onAllRanks(config, (h, b) -> {
+            AllToAllProtocol p = (AllToAllProtocol) h;
+            p.resumeAfter(start);
+            List<String> mine = new ArrayList<>();
+            for (int i = 0; i < workloads.size(); i++) {
+                ResultCheck.Report report = CheckedRound.runWhole(b, workloads.get(i), i % 2 == 1);
+                if (!report.ok()) {
+                    mine.add("rank " + h.rank() + ", round " + i + ": " + report);
+                }
+                int round = (int) (start + i + 1);
+                long[] notes = p.pairNotesBetweenRounds();
+                if (notes.length == 0) {
+                    mine.add("rank " + h.rank() + ": no pair notes at a decode size");
+                }
+                for (int w = 0; w < notes.length; w++) {
+                    if ((int) (notes[w] >>> 32) != round) {
+                        mine.add("rank " + h.rank() + ", round " + i + ": note word " + w + " is of round "
+                                + (int) (notes[w] >>> 32) + ", not " + round);
+                    }
+                }
+            }
+            return mine;
+        });
+        List<String> all = problems.stream().flatMap(List::stream).toList();
+        assertTrue(all.isEmpty(), String.join("\n", all.subList(0, Math.min(20, all.size()))));
+    }
+
     @Test
     void largerRoundsAndManyExpertsCountTheirSlots() {
         MoeConfig decode = Harness.config().worldSize(2).numExperts(8).topK(2).hidden(128).maxTokensPerRank(8).build();

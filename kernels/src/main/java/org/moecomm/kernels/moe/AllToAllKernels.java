@@ -455,15 +455,6 @@ public final class AllToAllKernels {
         if (tid == 0) {
             state.setLong(roundIndex, round); // every thread read it before the barrier
         }
-        if (part == 0 && noted[g] != 0) {
-            // Group g's note words past its pairs get the round too, so that every word is rewritten
-            // every round: a word left for 2^31 rounds would pass a later round's wait (the waits
-            // compare modulo 2^64). Its sender wrote the others, and rewrites none before round + 1.
-            long notes = notesRegion(numGroups, maxTokens, rowBytes, g, pairsPerRegion) + 1;
-            for (int q = MoeKernels.clamp(sent[g], 0, pairsPerRegion) + tid; q < pairsPerRegion; q += threads) {
-                ctx.storeRelaxed(dispatchRecv, notes + q, round << 32);
-            }
-        }
 
         // Every pair of groups 0..g (items: a group's notes, or its rows' (row, pair) metas),
         // numbered across the groups and dealt to the threads in turn, so that a decode round's few
@@ -540,6 +531,16 @@ public final class AllToAllKernels {
         ctx.localBarrier();
         MoeKernels.copyListed(ctx, dispatchRecv, expertX, expertXScale, listed[0], copySlot, copyExpert, copyRow,
                 numGroups * maxTokens, xBytes, scalesPerToken, rowBytes);
+        if (part == 0 && noted[g] != 0) {
+            // Group g's note words past its pairs get the round too, so that every word is rewritten
+            // every round: a word left for 2^31 rounds would pass a later round's wait (the waits
+            // compare modulo 2^64). Its sender wrote the others, and rewrites none before round + 1.
+            // Last: off the path of the slots and the copy.
+            long notes = notesRegion(numGroups, maxTokens, rowBytes, g, pairsPerRegion) + 1;
+            for (int q = MoeKernels.clamp(sent[g], 0, pairsPerRegion) + tid; q < pairsPerRegion; q += threads) {
+                ctx.storeRelaxed(dispatchRecv, notes + q, round << 32);
+            }
+        }
     }
 
     /**

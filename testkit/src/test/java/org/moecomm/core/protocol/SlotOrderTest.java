@@ -97,8 +97,8 @@ class SlotOrderTest {
     /**
      * Every word of every source group's pair notes carries the round just ended, also the words
      * past the round's pairs: a word left unwritten for 2^31 rounds would pass the receiver's wait
-     * for a later round (the waits compare modulo 2^64), so none may stay behind. Four rounds of
-     * few pairs (one token of eight at most, a region of 8 * 4 notes) across round 2^32.
+     * for a later round (the waits compare modulo 2^64), so none may stay behind. Four rounds across
+     * round 2^32, m from 0 to 8 per group: most rounds fill few of a region's 8 * 4 notes.
      */
     @Test
     void everyPairNoteIsRewrittenEveryRound() {

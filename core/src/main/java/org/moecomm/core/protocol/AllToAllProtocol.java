@@ -606,7 +606,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.DISPATCHED);
         long t0 = System.nanoTime();
         validator.expertY(expertY);
-        work(phase.next(), () -> {
+        work(Phase.COMBINE_SENT, () -> {
             runner.launch(COMBINE_SEND, combineSendGrid, combineSendArgs(expertY.buf(), expertNumTokens));
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineSend: issued in {}us", rank, round, micros(System.nanoTime() - t0));
@@ -628,7 +628,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         expect(Phase.COMBINE_SENT);
         long t0 = System.nanoTime();
         validator.combineOutput(weights, out, m);
-        work(phase.next(), () -> {
+        work(Phase.IDLE, () -> {
             runner.launch(COMBINE_RECV, combineRecvGrid, combineRecvArgs(weights.buf(), countBuf, out.buf()));
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineRecv: m={} issued in {}us", rank, round, m,

@@ -2,7 +2,8 @@ package org.moecomm.core.protocol;
 
 /**
  * Where a handle stands in the call sequence {@code dispatchSend -> dispatchRecv -> combineSend
- * -> combineRecv -> dispatchSend ...}; each phase names the one call it accepts.
+ * -> combineRecv -> dispatchSend ...}; each phase names the one call it accepts ({@code dispatch}
+ * takes a handle from IDLE to DISPATCHED, {@code combine} from DISPATCHED to IDLE).
  */
 public enum Phase {
     /** Ready for {@code dispatchSend}. */
@@ -27,16 +28,5 @@ public enum Phase {
     /** The call this phase accepts, or null if none. */
     public String expectedCall() {
         return expectedCall;
-    }
-
-    /** The phase after this phase's call succeeded. */
-    Phase next() {
-        return switch (this) {
-            case IDLE -> DISPATCH_SENT;
-            case DISPATCH_SENT -> DISPATCHED;
-            case DISPATCHED -> COMBINE_SENT;
-            case COMBINE_SENT -> IDLE;
-            case FAILED, CLOSED -> this;
-        };
     }
 }

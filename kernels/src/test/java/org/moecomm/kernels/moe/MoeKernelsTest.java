@@ -718,7 +718,11 @@ class MoeKernelsTest {
         roundTrip(new MoeShape(2, 1, 40, 64, 32, 70, false), 7);
     }
 
-    /** The CPU backend runs the library's kernels as loops: none may fall back to a thread per GPU thread. */
+    /**
+     * The CPU backend runs the library's kernels as loops: none of these may fall back to a thread
+     * per GPU thread. The joined decode dispatch ({@code AllToAllKernels.dispatch}) is the one
+     * exception, past the size HotSpot compiles (docs/kernels-in-java.md, "Loops").
+     */
     @ParameterizedTest(name = "{0}.{1}")
     @CsvSource({"MoeKernels, pack", "MoeKernels, scatter", "MoeKernels, gather", "MoeKernels, reduce",
             "AllToAllKernels, dispatchSend", "AllToAllKernels, dispatchRecv", "AllToAllKernels, combineSend",

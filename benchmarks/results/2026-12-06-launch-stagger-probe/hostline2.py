@@ -1,15 +1,10 @@
-# pairs the last 16 host rounds with the 16 traced rounds (sorted by time) and prints, per round, each
-# rank's host replay-returned time and kernel entry relative to the round's first, in us
-import re,sys,statistics as st
+# Pairs the last 16 host rounds with the 16 traced rounds (sorted by time) and prints, per round, each
+# rank's host replay-returned time and kernel entry relative to the round's first, in us.
+# Usage: hostline2.py LINES (the lines of a run with the trace and -Dmoecomm.bench.hostTimes=true)
+import sys,statistics as st
 from collections import defaultdict
-host=defaultdict(dict); trace=defaultdict(lambda: defaultdict(dict))
-for line in open(sys.argv[1], errors='replace'):
-    m=re.search(r'HOSTT rank (\d+) M=(\d+) W=(\d+) round (\d+): (.*)',line)
-    if m:
-        r,M,W,rd=map(int,m.groups()[:4]); host[(M,W)][(r,rd)]=list(map(int,m.group(5).split())); continue
-    m=re.search(r'TRACE rank (\d+) M=(\d+) W=(\d+) slot (\d+) kernel (\d+) block (\d+): (.*)',line)
-    if m:
-        r,M,W,slot,k,b=map(int,m.groups()[:6]); trace[(M,W)][slot][(r,k,b)]=list(map(int,m.group(7).split()))
+from hostline import read
+host,trace=read(sys.argv[1])
 for key in sorted(trace):
     M,W=key; h=host[key]; t=trace[key]
     last=sorted({rd for (r,rd) in h})[-16:]

@@ -5,6 +5,8 @@
 //     all-to-all kernels take), enqueued on one stream and drained every 64 launches;
 //   - cuStreamQuery on an idle stream.
 // Prints one JSON line: {"launchNs": median, "launchP90Ns": ..., "streamQueryNs": median}.
+#include "driver_util.h"
+
 #include <cuda.h>
 
 #include <algorithm>
@@ -12,16 +14,6 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) {                                                        \
-            const char* s_ = nullptr;                                                    \
-            cuGetErrorName(r_, &s_);                                                     \
-            std::fprintf(stderr, "%s failed: %s\n", #call, s_ != nullptr ? s_ : "?");    \
-            return 1;                                                                    \
-        }                                                                                \
-    } while (0)
 
 static const char* kPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -50,18 +42,11 @@ static void perCall(int batches, int perBatch, F f, double* median, double* p90)
 }
 
 int main() {
-    CHECK(cuInit(0));
-    CUdevice dev;
-    CHECK(cuDeviceGet(&dev, 0));
-    CUcontext ctx;
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CUmodule module;
-    CHECK(cuModuleLoadData(&module, kPtx));
-    CUfunction fn;
-    CHECK(cuModuleGetFunction(&fn, module, "empty"));
-    CUstream stream;
-    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    DriverKernel k;
+    if (openKernel(kPtx, "empty", &k) != 0) {
+        return 1;
+    }
+    CUstream stream = k.stream;
 
     unsigned long long values[24] = {};
     void* params[24];
@@ -70,7 +55,7 @@ int main() {
     }
     CUresult failed = CUDA_SUCCESS;
     auto launch = [&] {
-        CUresult r = cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, stream, params, nullptr);
+        CUresult r = cuLaunchKernel(k.fn, 1, 1, 1, 256, 1, 1, 0, stream, params, nullptr);
         if (r != CUDA_SUCCESS) failed = r;
     };
     auto query = [&] { cuStreamQuery(stream); };
@@ -92,8 +77,5 @@ int main() {
     perCall(200, 64, query, &queryMedian, &queryP90);
     std::printf("{\"launchNs\": %.1f, \"launchP90Ns\": %.1f, \"streamQueryNs\": %.1f, \"streamQueryP90Ns\": %.1f}\n",
                 launchMedian, launchP90, queryMedian, queryP90);
-    CHECK(cuStreamDestroy(stream));
-    CHECK(cuModuleUnload(module));
-    CHECK(cuDevicePrimaryCtxRelease(dev));
-    return 0;
+    return closeKernel(&k);
 }

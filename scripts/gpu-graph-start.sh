@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, in the repository root (no bundle needed: C++ and the driver only): what
+# starting a replayed CUDA graph costs W processes sharing the GPU under MPS, with no library in
+# the way (benchmarks/src/main/cuda/graph_start.cu: one kernel that stamps %globaltimer, timed
+# with events around each replay as `moecomm bench` times a replayed half, the processes met at a
+# spin barrier before each round). The floor under a replayed half's time outside its kernels, to
+# set beside `benchmarks/results/2026-12-06-launch-stagger-probe/`.
+# Writes one JSON line per world size to $OUT/graph-start.json and prints them.
+# Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000), OUT.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+command -v nvcc >/dev/null 2>&1 || { echo "graph start: no nvcc"; exit 2; }
+bin=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-graph-start.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+nvcc -O2 -o "$bin/graph_start" benchmarks/src/main/cuda/graph_start.cu -lcuda || { echo "graph start: build failed"; exit 5; }
+# shellcheck source=scripts/mps.sh
+source scripts/mps.sh
+export MPS_LOG="$out/mps.log"
+mps_start && mps_recover "before the graph-start runs"
+rc=0
+: > "$out/graph-start.json"
+for w in ${GRAPH_START_WORLDS:-1 2 4}; do
+  if line=$("$bin/graph_start" "$w" "${GRAPH_START_ROUNDS:-2000}"); then
+    echo "$line" | tee -a "$out/graph-start.json"
+  else
+    echo "graph start: W = $w failed"
+    rc=1
+  fi
+done
+mps_stop
+exit $rc

@@ -27,7 +27,6 @@
 #include <string>
 #include <vector>
 
-
 static const char* kPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry stamp(.param .u64 out)\n"

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <vector>
 
-
 static const char* kPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry empty(.param .u64 p0, .param .u64 p1, .param .u64 p2, .param .u64 p3,"

@@ -721,7 +721,7 @@ class MoeKernelsTest {
     /**
      * The CPU backend runs the library's kernels as loops: none of these may fall back to a thread
      * per GPU thread. The joined decode dispatch ({@code AllToAllKernels.dispatch}) is the one
-     * exception, past the size HotSpot compiles (docs/kernels-in-java.md, "Loops").
+     * exception, past the size HotSpot compiles (docs/kernels-in-java.md, "How kernels run on the JVM").
      */
     @ParameterizedTest(name = "{0}.{1}")
     @CsvSource({"MoeKernels, pack", "MoeKernels, scatter", "MoeKernels, gather", "MoeKernels, reduce",

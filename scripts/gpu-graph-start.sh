@@ -5,8 +5,10 @@
 # with events around each replay as `moecomm bench` times a replayed half, the processes met at a
 # spin barrier before each round). The floor under a replayed half's time outside its kernels, to
 # set beside `benchmarks/results/2026-12-06-launch-stagger-probe/`.
-# Writes one JSON line per world size to $OUT/graph-start.json and prints them.
-# Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000), OUT.
+# Writes one JSON line per world size and kernel shape to $OUT/graph-start.json and prints them.
+# Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000),
+# GRAPH_START_SHAPES (BLOCKSxTHREADS, default "1x1 8x256": one thread, and the one-launch dispatch's
+# grid at W = 4, 1 token, deepseek-v3), OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,12 +25,14 @@ mps_start && mps_recover "before the graph-start runs"
 rc=0
 : > "$out/graph-start.json"
 for w in ${GRAPH_START_WORLDS:-1 2 4}; do
-  if line=$("$bin/graph_start" "$w" "${GRAPH_START_ROUNDS:-2000}"); then
-    echo "$line" | tee -a "$out/graph-start.json"
-  else
-    echo "graph start: W = $w failed"
-    rc=1
-  fi
+  for shape in ${GRAPH_START_SHAPES:-1x1 8x256}; do
+    if line=$("$bin/graph_start" "$w" "${GRAPH_START_ROUNDS:-2000}" "${shape%x*}" "${shape#*x}"); then
+      echo "$line" | tee -a "$out/graph-start.json"
+    else
+      echo "graph start: W = $w, $shape failed"
+      rc=1
+    fi
+  done
 done
 mps_stop
 exit $rc

@@ -7,8 +7,9 @@
 # set beside `benchmarks/results/2026-12-06-launch-stagger-probe/`.
 # Writes one JSON line per world size and kernel shape to $OUT/graph-start.json and prints them.
 # Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000),
-# GRAPH_START_SHAPES (BLOCKSxTHREADS, default "1x1 8x256": one thread, and the one-launch dispatch's
-# grid at W = 4, 1 token, deepseek-v3), OUT.
+# GRAPH_START_SHAPES (BLOCKSxTHREADS, with :join for the exchange kernel that waits for every
+# process's blocks; default "1x1 8x256 8x256:join": one thread, the one-launch dispatch's grid at
+# W = 4, 1 token, deepseek-v3, and that grid as an exchange of nothing), OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -25,8 +26,11 @@ mps_start && mps_recover "before the graph-start runs"
 rc=0
 : > "$out/graph-start.json"
 for w in ${GRAPH_START_WORLDS:-1 2 4}; do
-  for shape in ${GRAPH_START_SHAPES:-1x1 8x256}; do
-    if line=$("$bin/graph_start" "$w" "${GRAPH_START_ROUNDS:-2000}" "${shape%x*}" "${shape#*x}"); then
+  for shape in ${GRAPH_START_SHAPES:-1x1 8x256 8x256:join}; do
+    grid=${shape%:*}
+    kernel=()
+    [ "$grid" != "$shape" ] && kernel=("${shape#*:}")
+    if line=$("$bin/graph_start" "$w" "${GRAPH_START_ROUNDS:-2000}" "${grid%x*}" "${grid#*x}" "${kernel[@]}"); then
       echo "$line" | tee -a "$out/graph-start.json"
     else
       echo "graph start: W = $w, $shape failed"

@@ -2,7 +2,7 @@
 // with no library in the way: the floor under a replayed dispatch's time outside its kernels
 // (docs/benchmarks.md, "Where a W = 4 decode round's time lies outside the kernels").
 //
-//   graph_start W ROUNDS [BLOCKS [THREADS]]
+//   graph_start W ROUNDS [BLOCKS [THREADS [join]]]
 //
 // Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W
 // (as the benchmark's ranks do), captures once a graph of one kernel (BLOCKS x THREADS, default
@@ -13,6 +13,15 @@
 // warm-up. Prints one JSON line of medians and p90s over the timed rounds, in us: the slowest
 // process's event time per round (the benchmark's method), process 0's (pplx-kernels'), and the
 // spread of the kernels' entries across the processes.
+//
+// With `join` the kernel is an exchange that carries nothing but its own synchronisation, the
+// shape of a decode dispatch with the work taken out: every block writes a row of 7168 bytes into
+// a buffer of process 0's (opened by the others through CUDA IPC), then its thread 0 makes the
+// block's row visible with a system-scope fence and adds 1 to a counter beside it, and waits until
+// every block of every process has added its own for the round. So each process's kernel ends only
+// once the last process's has started: the slowest process's time is what an all-to-all pays
+// before it moves a byte, and the JSON adds the fence's median and the time from the last
+// process's entry to the round's end.
 #include "driver_util.h"
 
 #include <cuda.h>
@@ -36,17 +45,54 @@ static const char* kPtx =
     " setp.ne.u32 %p0, %r2, 0;\n @%p0 bra DONE;\n"
     " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
     " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
+    "DONE:\n ret;\n}\n"
+    // join(out, counter, payload, roundWord, arrivals): out[0..3] = entry, before the fence, after
+    // it, every arrival seen (the first thread of the grid); the round lives in roundWord
+    ".visible .entry join(.param .u64 out, .param .u64 counter, .param .u64 payload, .param .u64 roundWord,"
+    " .param .u32 arrivals)\n"
+    "{\n .reg .b64 %rd<20>;\n .reg .b32 %r<8>;\n .reg .pred %p<4>;\n"
+    " mov.u32 %r0, %tid.x;\n mov.u32 %r1, %ctaid.x;\n mov.u32 %r2, %ntid.x;\n"
+    " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
+    " ld.param.u64 %rd2, [counter];\n cvta.to.global.u64 %rd3, %rd2;\n"
+    " ld.param.u64 %rd4, [payload];\n cvta.to.global.u64 %rd5, %rd4;\n"
+    " ld.param.u64 %rd6, [roundWord];\n cvta.to.global.u64 %rd7, %rd6;\n"
+    " ld.param.u32 %r3, [arrivals];\n"
+    " or.b32 %r4, %r0, %r1;\n setp.eq.u32 %p0, %r4, 0;\n"
+    " @!%p0 bra ENTERED;\n mov.u64 %rd8, %globaltimer;\n st.global.u64 [%rd1], %rd8;\n"
+    "ENTERED:\n"
+    // every block reads the round before it arrives, block 0 advances it after every arrival
+    " ld.global.u64 %rd9, [%rd7];\n add.u64 %rd9, %rd9, 1;\n cvt.u32.u64 %r6, %rd9;\n"
+    " mul.wide.u32 %rd10, %r1, 7168;\n add.u64 %rd11, %rd5, %rd10;\n mov.u32 %r5, %r0;\n"
+    "ROW:\n setp.ge.u32 %p1, %r5, 1792;\n @%p1 bra WRITTEN;\n"
+    " mul.wide.u32 %rd12, %r5, 4;\n add.u64 %rd13, %rd11, %rd12;\n st.global.u32 [%rd13], %r6;\n"
+    " add.u32 %r5, %r5, %r2;\n bra ROW;\n"
+    "WRITTEN:\n bar.sync 0;\n setp.ne.u32 %p2, %r0, 0;\n @%p2 bra DONE;\n"
+    " @%p0 mov.u64 %rd8, %globaltimer;\n @%p0 st.global.u64 [%rd1+8], %rd8;\n"
+    " fence.acq_rel.sys;\n"
+    " @%p0 mov.u64 %rd8, %globaltimer;\n @%p0 st.global.u64 [%rd1+16], %rd8;\n"
+    " red.relaxed.sys.global.add.u64 [%rd3], 1;\n"
+    " cvt.u64.u32 %rd14, %r3;\n mul.lo.u64 %rd15, %rd9, %rd14;\n"
+    "WAIT:\n ld.acquire.sys.global.u64 %rd16, [%rd3];\n setp.lt.u64 %p3, %rd16, %rd15;\n @%p3 bra WAIT;\n"
+    " @!%p0 bra DONE;\n mov.u64 %rd8, %globaltimer;\n st.global.u64 [%rd1+24], %rd8;\n"
+    " st.global.u64 [%rd7], %rd9;\n"
     "DONE:\n ret;\n}\n";
 
 constexpr int kMaxWorld = 64;
 constexpr int kMaxRounds = 20000;
+constexpr int kMaxJoinBlocks = 64;
+constexpr size_t kRowBytes = 7168;   // the join kernel's row per block (deepseek-v3's fp8 token)
+constexpr size_t kCounterBytes = 128; // the counter's line, before the rows
 
 // Lives in memory shared by the forked processes (mapped before the fork).
 struct Shared {
     std::atomic<long> arrived;
     std::atomic<int> failed;
+    std::atomic<int> handleReady; // join: process 0 has published its buffer
+    CUipcMemHandle handle;
     float eventMs[kMaxWorld][kMaxRounds];
     unsigned long long entryNs[kMaxWorld][kMaxRounds];
+    unsigned long long fenceNs[kMaxWorld][kMaxRounds];  // join: the fence of block 0
+    unsigned long long joinedNs[kMaxWorld][kMaxRounds]; // join: every arrival seen by block 0
 };
 
 // Every process arrives at its epoch-th barrier, then all leave within a spin of one another.
@@ -56,22 +102,51 @@ static void barrier(Shared* s, long epoch, int world) {
     }
 }
 
-static int runProcess(Shared* s, int rank, int world, int rounds, unsigned blocks, unsigned threads) {
+// The join kernel's buffer: process 0 allocates the counter's line and every process's rows and
+// publishes it; the others open it. 0 on success.
+static int openJoinBuffer(Shared* s, int rank, size_t bytes, CUdeviceptr* buf) {
+    if (rank == 0) {
+        CHECK(cuMemAlloc(buf, bytes));
+        CHECK(cuMemsetD8(*buf, 0, kCounterBytes));
+        CHECK(cuIpcGetMemHandle(&s->handle, *buf));
+        s->handleReady.store(1);
+        return 0;
+    }
+    while (s->handleReady.load() == 0 && s->failed.load() == 0) {
+    }
+    if (s->failed.load() != 0) {
+        return 1;
+    }
+    CHECK(cuIpcOpenMemHandle(buf, s->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    return 0;
+}
+
+static int runProcess(Shared* s, int rank, int world, int rounds, unsigned blocks, unsigned threads, bool join) {
     std::string share = std::to_string(100 / world);
     setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", share.c_str(), 1);
     DriverKernel k;
-    if (openKernel(kPtx, "stamp", &k) != 0) {
+    if (openKernel(kPtx, join ? "join" : "stamp", &k) != 0) {
         return 1;
     }
     CUstream stream = k.stream;
-    CUdeviceptr stampWord;
-    CHECK(cuMemAlloc(&stampWord, sizeof(unsigned long long)));
-    void* params[] = {&stampWord};
+    CUdeviceptr stamps, joinBuf = 0, payload = 0, roundWord = 0;
+    unsigned arrivals = world * blocks;
+    CHECK(cuMemAlloc(&stamps, 4 * sizeof(unsigned long long)));
+    void* stampParams[] = {&stamps};
+    void* joinParams[] = {&stamps, &joinBuf, &payload, &roundWord, &arrivals};
+    if (join) {
+        if (openJoinBuffer(s, rank, kCounterBytes + world * blocks * kRowBytes, &joinBuf) != 0) {
+            return 1;
+        }
+        payload = joinBuf + kCounterBytes + rank * blocks * kRowBytes;
+        CHECK(cuMemAlloc(&roundWord, sizeof(unsigned long long)));
+        CHECK(cuMemsetD8(roundWord, 0, sizeof(unsigned long long)));
+    }
 
     CUgraph graph;
     CUgraphExec exec;
     CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    CHECK(cuLaunchKernel(k.fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
+    CHECK(cuLaunchKernel(k.fn, blocks, 1, 1, threads, 1, 1, 0, stream, join ? joinParams : stampParams, nullptr));
     CHECK(cuStreamEndCapture(stream, &graph));
     CHECK(cuGraphInstantiate(&exec, graph, 0));
     CHECK(cuGraphUpload(exec, stream));
@@ -87,13 +162,27 @@ static int runProcess(Shared* s, int rank, int world, int rounds, unsigned block
         CHECK(cuEventRecord(end, stream));
         CHECK(cuEventSynchronize(end));
         CHECK(cuEventElapsedTime(&s->eventMs[rank][round], start, end));
-        CHECK(cuMemcpyDtoH(&s->entryNs[rank][round], stampWord, sizeof(unsigned long long)));
+        unsigned long long t[4] = {};
+        CHECK(cuMemcpyDtoH(t, stamps, (join ? 4 : 1) * sizeof(unsigned long long)));
+        s->entryNs[rank][round] = t[0];
+        s->fenceNs[rank][round] = t[2] - t[1];
+        s->joinedNs[rank][round] = t[3];
     }
     CHECK(cuEventDestroy(start));
     CHECK(cuEventDestroy(end));
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
-    CHECK(cuMemFree(stampWord));
+    CHECK(cuMemFree(stamps));
+    if (join) {
+        CHECK(cuMemFree(roundWord));
+        if (rank != 0) {
+            CHECK(cuIpcCloseMemHandle(joinBuf));
+        }
+        barrier(s, rounds + 1, world); // process 0 frees its buffer once the others have closed it
+        if (rank == 0) {
+            CHECK(cuMemFree(joinBuf));
+        }
+    }
     return closeKernel(&k);
 }
 
@@ -107,12 +196,13 @@ int main(int argc, char** argv) {
     int rounds = argc > 2 ? std::atoi(argv[2]) : 0;
     int blocks = argc > 3 ? std::atoi(argv[3]) : 1;
     int threads = argc > 4 ? std::atoi(argv[4]) : 1;
+    bool join = argc > 5 && std::string(argv[5]) == "join";
     if (world < 1 || world > kMaxWorld || rounds < 10 || rounds > kMaxRounds || blocks < 1 || blocks > 65535
-        || threads < 1 || threads > 1024) {
+        || threads < 1 || threads > 1024 || (argc > 5 && !join) || (join && blocks > kMaxJoinBlocks) || argc > 6) {
         std::fprintf(stderr,
-                     "usage: graph_start W ROUNDS [BLOCKS [THREADS]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
-                     "1 <= BLOCKS <= 65535, 1 <= THREADS <= 1024)\n",
-                     kMaxWorld, kMaxRounds);
+                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
+                     "1 <= BLOCKS <= 65535, at most %d with join, 1 <= THREADS <= 1024)\n",
+                     kMaxWorld, kMaxRounds, kMaxJoinBlocks);
         return 2;
     }
     void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -125,7 +215,7 @@ int main(int argc, char** argv) {
     for (int rank = 0; rank < world; rank++) {
         pid_t pid = fork();
         if (pid == 0) {
-            int rc = runProcess(s, rank, world, rounds, blocks, threads);
+            int rc = runProcess(s, rank, world, rounds, blocks, threads, join);
             if (rc != 0) {
                 s->failed.store(1);  // the others stop waiting at the barrier
             }
@@ -150,23 +240,32 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "graph_start: a process failed\n");
         return 1;
     }
-    std::vector<double> slowest, rank0, spread;
+    std::vector<double> slowest, rank0, spread, fence, lastEntryToJoined;
     for (int round = rounds / 10; round < rounds; round++) {
         double most = 0;
-        unsigned long long first = ~0ull, last = 0;
+        unsigned long long first = ~0ull, last = 0, joined = 0;
         for (int rank = 0; rank < world; rank++) {
             most = std::max(most, 1e3 * s->eventMs[rank][round]);
             first = std::min(first, s->entryNs[rank][round]);
             last = std::max(last, s->entryNs[rank][round]);
+            joined = std::max(joined, s->joinedNs[rank][round]);
+            fence.push_back(s->fenceNs[rank][round] / 1e3);
         }
         slowest.push_back(most);
         rank0.push_back(1e3 * s->eventMs[0][round]);
         spread.push_back((last - first) / 1e3);
+        lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
     }
-    std::printf("{\"world\": %d, \"blocks\": %d, \"threads\": %d, \"rounds\": %zu, \"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, "
-                "\"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, \"entrySpreadMedianUs\": %.2f, "
-                "\"entrySpreadP90Us\": %.2f}\n",
-                world, blocks, threads, slowest.size(), quantile(slowest, 0.5), quantile(slowest, 0.9), quantile(rank0, 0.5),
-                quantile(rank0, 0.9), quantile(spread, 0.5), quantile(spread, 0.9));
+    std::printf("{\"world\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"rounds\": %zu, "
+                "\"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, \"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, "
+                "\"entrySpreadMedianUs\": %.2f, \"entrySpreadP90Us\": %.2f",
+                world, blocks, threads, join ? "join" : "stamp", slowest.size(), quantile(slowest, 0.5),
+                quantile(slowest, 0.9), quantile(rank0, 0.5), quantile(rank0, 0.9), quantile(spread, 0.5),
+                quantile(spread, 0.9));
+    if (join) {
+        std::printf(", \"fenceMedianUs\": %.2f, \"fenceP90Us\": %.2f, \"lastEntryToJoinedMedianUs\": %.2f",
+                    quantile(fence, 0.5), quantile(fence, 0.9), quantile(lastEntryToJoined, 0.5));
+    }
+    std::printf("}\n");
     return 0;
 }

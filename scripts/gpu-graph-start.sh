@@ -9,7 +9,8 @@
 # Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000),
 # GRAPH_START_SHAPES (BLOCKSxTHREADS, with :join for the exchange kernel that waits for every
 # process's blocks; default "1x1 8x256 8x256:join": one thread, the one-launch dispatch's grid at
-# W = 4, 1 token, deepseek-v3, and that grid as an exchange of nothing), OUT.
+# W = 4, 1 token, deepseek-v3, and that grid as an exchange of nothing), GRAPH_START_PERCENT (each
+# process's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, default 100 / W as the benchmark's ranks), OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

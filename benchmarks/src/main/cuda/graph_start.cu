@@ -5,7 +5,7 @@
 //   graph_start W ROUNDS [BLOCKS [THREADS [join]]]
 //
 // Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W
-// (as the benchmark's ranks do), captures once a graph of one kernel (BLOCKS x THREADS, default
+// (as the benchmark's ranks do; the environment's GRAPH_START_PERCENT, 1-100, instead when set), captures once a graph of one kernel (BLOCKS x THREADS, default
 // 1 x 1, of which the first thread writes %globaltimer, the GPU's clock for every process: give the
 // dispatch kernel's grid to see whether its shape costs anything), and per round: meets the others at a spin
 // barrier in shared memory, records a start event, replays the graph, records an end event and
@@ -121,9 +121,9 @@ static int openJoinBuffer(Shared* s, int rank, size_t bytes, CUdeviceptr* buf) {
     return 0;
 }
 
-static int runProcess(Shared* s, int rank, int world, int rounds, unsigned blocks, unsigned threads, bool join) {
-    std::string share = std::to_string(100 / world);
-    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", share.c_str(), 1);
+static int runProcess(Shared* s, int rank, int world, int rounds, int percent, unsigned blocks, unsigned threads,
+                      bool join) {
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(percent).c_str(), 1);
     DriverKernel k;
     if (openKernel(kPtx, join ? "join" : "stamp", &k) != 0) {
         return 1;
@@ -197,6 +197,12 @@ int main(int argc, char** argv) {
     int blocks = argc > 3 ? std::atoi(argv[3]) : 1;
     int threads = argc > 4 ? std::atoi(argv[4]) : 1;
     bool join = argc > 5 && std::string(argv[5]) == "join";
+    const char* percentSetting = std::getenv("GRAPH_START_PERCENT");
+    int percent = percentSetting != nullptr ? std::atoi(percentSetting) : 100 / std::max(world, 1);
+    if (percent < 1 || percent > 100) {
+        std::fprintf(stderr, "graph_start: GRAPH_START_PERCENT must be 1-100, not %s\n", percentSetting);
+        return 2;
+    }
     if (world < 1 || world > kMaxWorld || rounds < 10 || rounds > kMaxRounds || blocks < 1 || blocks > 65535
         || threads < 1 || threads > 1024 || (argc > 5 && !join) || (join && blocks > kMaxJoinBlocks) || argc > 6) {
         std::fprintf(stderr,
@@ -215,7 +221,7 @@ int main(int argc, char** argv) {
     for (int rank = 0; rank < world; rank++) {
         pid_t pid = fork();
         if (pid == 0) {
-            int rc = runProcess(s, rank, world, rounds, blocks, threads, join);
+            int rc = runProcess(s, rank, world, rounds, percent, blocks, threads, join);
             if (rc != 0) {
                 s->failed.store(1);  // the others stop waiting at the barrier
             }
@@ -256,10 +262,10 @@ int main(int argc, char** argv) {
         spread.push_back((last - first) / 1e3);
         lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
     }
-    std::printf("{\"world\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"rounds\": %zu, "
+    std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"rounds\": %zu, "
                 "\"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, \"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, "
                 "\"entrySpreadMedianUs\": %.2f, \"entrySpreadP90Us\": %.2f",
-                world, blocks, threads, join ? "join" : "stamp", slowest.size(), quantile(slowest, 0.5),
+                world, percent, blocks, threads, join ? "join" : "stamp", slowest.size(), quantile(slowest, 0.5),
                 quantile(slowest, 0.9), quantile(rank0, 0.5), quantile(rank0, 0.9), quantile(spread, 0.5),
                 quantile(spread, 0.9));
     if (join) {

@@ -8,7 +8,9 @@
 #      and each round start in PROBE_STARTS (default "host device": with and without the host's
 #      launch latency and skew, see `moecomm bench --help`, --start) -> $OUT/mps-<start>/, with
 #      the launch-cost benchmark again under MPS in mps-host/.
-# With PROBE_NCU=1 instead: Nsight Compute over one rank's kernels ($OUT/ncu.log).
+# With PROBE_NCU=1 instead: Nsight Compute over one rank's kernels ($OUT/ncu.log, the SASS lines
+# with the most stall samples in $OUT/ncu-hot.txt; PROBE_NCU_NAME, PROBE_NCU_LAUNCH, PROBE_NCU_SKIP
+# choose the kernel, the launch mode and how many launches to let pass first).
 # With PROBE_NCU_KERNEL=NAME instead (pack, scatter, gather or reduce): Nsight Compute over that
 # kernel of the kernel benchmark, the Java kernel and its CUDA twin, at PROBE_NCU_TOKENS (default
 # 4096) tokens: $OUT/ncu-NAME.log (throughput, occupancy, warp states, memory) and
@@ -61,17 +63,25 @@ if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
 fi
 
 if [ "${PROBE_NCU:-0}" = 1 ]; then
-  # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the four kernels of
-  # round 21 and 22 at PROBE_NCU_TOKENS tokens, each kernel's duration and where its warps stall.
+  # One rank (no peers, no MPS: Nsight Compute does not profile MPS clients): the kernels named
+  # PROBE_NCU_NAME (default every AllToAllKernels kernel; AllToAllKernels_dispatch is the one-launch
+  # dispatch, which only graph replay runs) of launches PROBE_NCU_SKIP + 1 to + 8 (default 80: rounds
+  # 21-22 of the four plain launches) at PROBE_NCU_TOKENS tokens, PROBE_NCU_LAUNCH (plain or graph):
+  # each kernel's duration, occupancy and warp states ($OUT/ncu.log), and the SASS lines of the
+  # first kernel profiled with the most stall samples ($OUT/ncu-hot.txt).
   probe_java
-  echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3"
-  ncu --clock-control none --target-processes all --kernel-name regex:AllToAllKernels --launch-skip 80 \
-    --launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+  echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3, ${PROBE_NCU_LAUNCH:-plain}"
+  ncu --clock-control none --target-processes all --kernel-name "${PROBE_NCU_NAME:-regex:AllToAllKernels}" \
+    --launch-skip "${PROBE_NCU_SKIP:-80}" --launch-count 8 --set full --import-source no -o "$work/report" -f \
     "$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
     "-Djava.io.tmpdir=$work" -cp "$classpath" org.moecomm.bench.Main bench --backend gpu --world 1 \
-    --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch plain --warmup 20 --rounds 10 \
-    --out "$out/ncu-phases.json" > "$out/ncu.log" 2>&1
+    --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch "${PROBE_NCU_LAUNCH:-plain}" --warmup 20 \
+    --rounds 10 --out "$out/ncu-phases.json" > "$out/ncu-run.log" 2>&1
   echo "ncu exit status: $?"
+  ncu -i "$work/report.ncu-rep" --page details > "$out/ncu.log" 2>&1
+  ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
+  python3 scripts/ncu-hotspots.py "$work/source.csv" > "$out/ncu-hot.txt" 2>&1
+  grep -E "^  [A-Za-z_].*\(|Duration|Registers Per|Warp Cycles Per Issued" "$out/ncu.log" | head -40
   rm -rf "$work"
   exit 0
 fi

@@ -1,18 +1,19 @@
 // What starting a CUDA graph costs W processes that share one GPU (under MPS when its daemon runs),
-// with no library in the way: the floor under a replayed dispatch's time outside its kernels
-// (docs/benchmarks.md, "Where a W = 4 decode round's time lies outside the kernels").
+// with no library in the way: the floor under a replayed dispatch's time (docs/benchmarks.md, "The
+// floor under a W = 4 round").
 //
 //   graph_start W ROUNDS [BLOCKS [THREADS [join]]]
 //
 // Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W
-// (as the benchmark's ranks do; the environment's GRAPH_START_PERCENT, 1-100, instead when set), captures once a graph of one kernel (BLOCKS x THREADS, default
-// 1 x 1, of which the first thread writes %globaltimer, the GPU's clock for every process: give the
-// dispatch kernel's grid to see whether its shape costs anything), and per round: meets the others at a spin
-// barrier in shared memory, records a start event, replays the graph, records an end event and
-// waits for it, the way `moecomm bench` times a replayed half. The first tenth of the rounds is
-// warm-up. Prints one JSON line of medians and p90s over the timed rounds, in us: the slowest
-// process's event time per round (the benchmark's method), process 0's (pplx-kernels'), and the
-// spread of the kernels' entries across the processes.
+// (as the benchmark's ranks do; the environment's GRAPH_START_PERCENT, 1-100, instead when set),
+// captures once a graph of one kernel (BLOCKS x THREADS, default 1 x 1, of which the first thread
+// writes %globaltimer, the GPU's clock for every process: give the dispatch kernel's grid to see
+// whether its shape costs anything), and per round: meets the others at a spin barrier in shared
+// memory, records a start event, replays the graph, records an end event and waits for it, the
+// way `moecomm bench` times a replayed half. The first tenth of the rounds is warm-up. Prints one
+// JSON line of medians and p90s over the timed rounds, in us: the slowest process's event time per
+// round (the benchmark's method), process 0's (pplx-kernels'), and the spread of the kernels'
+// entries across the processes.
 //
 // With `join` the kernel is an exchange that carries nothing but its own synchronisation, the
 // shape of a decode dispatch with the work taken out: every block writes a row of 7168 bytes into

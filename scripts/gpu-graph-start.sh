@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, in the repository root (no bundle needed: C++ and the driver only): what
-# starting a replayed CUDA graph costs W processes sharing the GPU under MPS, with no library in
-# the way (benchmarks/src/main/cuda/graph_start.cu: one kernel that stamps %globaltimer, timed
-# with events around each replay as `moecomm bench` times a replayed half, the processes met at a
-# spin barrier before each round). The floor under a replayed half's time outside its kernels, to
-# set beside `benchmarks/results/2026-12-06-launch-stagger-probe/`.
+# a replayed CUDA graph costs W processes sharing the GPU under MPS, with no library in the way
+# (benchmarks/src/main/cuda/graph_start.cu: a kernel that stamps %globaltimer, or an exchange of
+# nothing that waits for every process's blocks, timed with events around each replay as
+# `moecomm bench` times a replayed half, the processes met at a spin barrier before each round):
+# the floor under a replayed half (docs/benchmarks.md, "The floor under a W = 4 round").
 # Writes one JSON line per world size and kernel shape to $OUT/graph-start.json and prints them.
 # Environment: GRAPH_START_WORLDS (default "1 2 4"), GRAPH_START_ROUNDS (default 2000),
 # GRAPH_START_SHAPES (BLOCKSxTHREADS, with :join for the exchange kernel that waits for every

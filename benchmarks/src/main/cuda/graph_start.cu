@@ -48,7 +48,10 @@ static const char* kPtx =
     " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
     "DONE:\n ret;\n}\n"
     // join(out, counter, payload, roundWord, arrivals): out[0..3] = entry, before the fence, after
-    // it, every arrival seen (the first thread of the grid); the round lives in roundWord
+    // it, every arrival seen (the first thread of the grid); the round lives in roundWord. A wait
+    // is bounded (1 s of %globaltimer): past it the first thread writes the counter as last seen
+    // and its target into out[4..5] and every block leaves, so a process that died cannot hang
+    // the others' kernels
     ".visible .entry join(.param .u64 out, .param .u64 counter, .param .u64 payload, .param .u64 roundWord,"
     " .param .u32 arrivals)\n"
     "{\n .reg .b64 %rd<20>;\n .reg .b32 %r<8>;\n .reg .pred %p<4>;\n"
@@ -72,9 +75,12 @@ static const char* kPtx =
     " fence.acq_rel.sys;\n"
     " @%p0 mov.u64 %rd8, %globaltimer;\n @%p0 st.global.u64 [%rd1+16], %rd8;\n"
     " red.relaxed.sys.global.add.u64 [%rd3], 1;\n"
-    " cvt.u64.u32 %rd14, %r3;\n mul.lo.u64 %rd15, %rd9, %rd14;\n"
-    "WAIT:\n ld.acquire.sys.global.u64 %rd16, [%rd3];\n setp.lt.u64 %p3, %rd16, %rd15;\n @%p3 bra WAIT;\n"
-    " @!%p0 bra DONE;\n mov.u64 %rd8, %globaltimer;\n st.global.u64 [%rd1+24], %rd8;\n"
+    " cvt.u64.u32 %rd14, %r3;\n mul.lo.u64 %rd15, %rd9, %rd14;\n mov.u64 %rd17, %globaltimer;\n"
+    "WAIT:\n ld.acquire.sys.global.u64 %rd16, [%rd3];\n setp.ge.u64 %p3, %rd16, %rd15;\n @%p3 bra ARRIVED;\n"
+    " mov.u64 %rd18, %globaltimer;\n sub.u64 %rd19, %rd18, %rd17;\n setp.lt.u64 %p3, %rd19, 1000000000;\n"
+    " @%p3 bra WAIT;\n @!%p0 bra DONE;\n st.global.u64 [%rd1+32], %rd16;\n st.global.u64 [%rd1+40], %rd15;\n"
+    " bra DONE;\n"
+    "ARRIVED:\n @!%p0 bra DONE;\n mov.u64 %rd8, %globaltimer;\n st.global.u64 [%rd1+24], %rd8;\n"
     " st.global.u64 [%rd7], %rd9;\n"
     "DONE:\n ret;\n}\n";
 
@@ -83,6 +89,7 @@ constexpr int kMaxRounds = 20000;
 constexpr int kMaxJoinBlocks = 64;
 constexpr size_t kRowBytes = 7168;   // the join kernel's row per block (deepseek-v3's fp8 token)
 constexpr size_t kCounterBytes = 128; // the counter's line, before the rows
+constexpr int kStampWords = 6;        // the kernels' out words (stamp writes the first)
 
 // Lives in memory shared by the forked processes (mapped before the fork).
 struct Shared {
@@ -96,11 +103,13 @@ struct Shared {
     unsigned long long joinedNs[kMaxWorld][kMaxRounds]; // join: every arrival seen by block 0
 };
 
-// Every process arrives at its epoch-th barrier, then all leave within a spin of one another.
-static void barrier(Shared* s, long epoch, int world) {
+// Every process arrives at its epoch-th barrier, then all leave within a spin of one another;
+// false when a process has failed (the others then stop instead of launching without it).
+static bool barrier(Shared* s, long epoch, int world) {
     s->arrived.fetch_add(1);
     while (s->arrived.load() < epoch * world && s->failed.load() == 0) {
     }
+    return s->failed.load() == 0;
 }
 
 // The join kernel's buffer: process 0 allocates the counter's line and every process's rows and
@@ -132,7 +141,8 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
     CUstream stream = k.stream;
     CUdeviceptr stamps, joinBuf = 0, payload = 0, roundWord = 0;
     unsigned arrivals = world * blocks;
-    CHECK(cuMemAlloc(&stamps, 4 * sizeof(unsigned long long)));
+    CHECK(cuMemAlloc(&stamps, kStampWords * sizeof(unsigned long long)));
+    CHECK(cuMemsetD8(stamps, 0, kStampWords * sizeof(unsigned long long)));
     void* stampParams[] = {&stamps};
     void* joinParams[] = {&stamps, &joinBuf, &payload, &roundWord, &arrivals};
     if (join) {
@@ -157,14 +167,21 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
     CHECK(cuStreamSynchronize(stream));
 
     for (int round = 0; round < rounds; round++) {
-        barrier(s, round + 1, world);
+        if (!barrier(s, round + 1, world)) {
+            return 1;
+        }
         CHECK(cuEventRecord(start, stream));
         CHECK(cuGraphLaunch(exec, stream));
         CHECK(cuEventRecord(end, stream));
         CHECK(cuEventSynchronize(end));
         CHECK(cuEventElapsedTime(&s->eventMs[rank][round], start, end));
-        unsigned long long t[4] = {};
-        CHECK(cuMemcpyDtoH(t, stamps, (join ? 4 : 1) * sizeof(unsigned long long)));
+        unsigned long long t[kStampWords] = {};
+        CHECK(cuMemcpyDtoH(t, stamps, (join ? kStampWords : 1) * sizeof(unsigned long long)));
+        if (t[5] != 0) {
+            std::fprintf(stderr, "graph_start: process %d, round %d: the join waited 1 s for every process's "
+                         "blocks and saw the counter at %llu of %llu\n", rank, round, t[4], t[5]);
+            return 1;
+        }
         s->entryNs[rank][round] = t[0];
         s->fenceNs[rank][round] = t[2] - t[1];
         s->joinedNs[rank][round] = t[3];
@@ -179,8 +196,8 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
         if (rank != 0) {
             CHECK(cuIpcCloseMemHandle(joinBuf));
         }
-        barrier(s, rounds + 1, world); // process 0 frees its buffer once the others have closed it
-        if (rank == 0) {
+        // process 0 frees its buffer once the others have closed it (or one has failed)
+        if (barrier(s, rounds + 1, world) && rank == 0) {
             CHECK(cuMemFree(joinBuf));
         }
     }
@@ -255,13 +272,17 @@ int main(int argc, char** argv) {
             most = std::max(most, 1e3 * s->eventMs[rank][round]);
             first = std::min(first, s->entryNs[rank][round]);
             last = std::max(last, s->entryNs[rank][round]);
-            joined = std::max(joined, s->joinedNs[rank][round]);
-            fence.push_back(s->fenceNs[rank][round] / 1e3);
+            if (join) {
+                joined = std::max(joined, s->joinedNs[rank][round]);
+                fence.push_back(s->fenceNs[rank][round] / 1e3);
+            }
         }
         slowest.push_back(most);
         rank0.push_back(1e3 * s->eventMs[0][round]);
         spread.push_back((last - first) / 1e3);
-        lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
+        if (join) {
+            lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
+        }
     }
     std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"rounds\": %zu, "
                 "\"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, \"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, "

@@ -41,6 +41,14 @@ probe_java() {
   classpath=$(ls .gpu-carry/lib/*.jar | paste -sd: -)
 }
 
+# The Nsight Compute report in $work: its details page into $1, the SASS lines of its first kernel
+# with the most stall samples into $2.
+ncu_pages() {
+  ncu -i "$work/report.ncu-rep" --page details > "$1" 2>&1
+  ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
+  python3 scripts/ncu-hotspots.py "$work/source.csv" > "$2" 2>&1
+}
+
 if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
   name=$PROBE_NCU_KERNEL
   probe_java
@@ -53,9 +61,7 @@ if [ -n "${PROBE_NCU_KERNEL:-}" ]; then
     --tokens "${PROBE_NCU_TOKENS:-4096}" --warmups 2 --reps 3 --twin-ptx .gpu-carry/twins/twins.ptx \
     --out-dir "$work" ${PROBE_NCU_ARGS:-} > "$out/ncu-$name-run.log" 2>&1
   echo "ncu exit status: $?"
-  ncu -i "$work/report.ncu-rep" --page details > "$out/ncu-$name.log" 2>&1
-  ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
-  python3 scripts/ncu-hotspots.py "$work/source.csv" > "$out/ncu-$name-hot.txt" 2>&1
+  ncu_pages "$out/ncu-$name.log" "$out/ncu-$name-hot.txt"
   grep -E "^  [A-Za-z_].*\(|Duration|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|DRAM Throughput|Registers Per|Stall|Warp Cycles Per Issued" \
     "$out/ncu-$name.log" | head -60
   rm -rf "$work"
@@ -78,9 +84,7 @@ if [ "${PROBE_NCU:-0}" = 1 ]; then
     --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch "${PROBE_NCU_LAUNCH:-plain}" --warmup 20 \
     --rounds 10 --out "$out/ncu-phases.json" > "$out/ncu-run.log" 2>&1
   echo "ncu exit status: $?"
-  ncu -i "$work/report.ncu-rep" --page details > "$out/ncu.log" 2>&1
-  ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
-  python3 scripts/ncu-hotspots.py "$work/source.csv" > "$out/ncu-hot.txt" 2>&1
+  ncu_pages "$out/ncu.log" "$out/ncu-hot.txt"
   grep -E "^  [A-Za-z_].*\(|Duration|Registers Per|Warp Cycles Per Issued" "$out/ncu.log" | head -40
   rm -rf "$work"
   exit 0

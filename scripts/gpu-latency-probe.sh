@@ -10,7 +10,9 @@
 #      the launch-cost benchmark again under MPS in mps-host/.
 # With PROBE_NCU=1 instead: Nsight Compute over one rank's kernels ($OUT/ncu.log, the SASS lines
 # with the most stall samples in $OUT/ncu-hot.txt; PROBE_NCU_NAME, PROBE_NCU_LAUNCH, PROBE_NCU_SKIP
-# choose the kernel, the launch mode and how many launches to let pass first).
+# choose the kernel, the launch mode and how many launches to let pass first; PROBE_NCU_CACHE=none
+# keeps the caches, instruction caches included, between the profiled launches instead of flushing
+# them, as Nsight Compute does by default).
 # With PROBE_NCU_KERNEL=NAME instead (pack, scatter, gather or reduce): Nsight Compute over that
 # kernel of the kernel benchmark, the Java kernel and its CUDA twin, at PROBE_NCU_TOKENS (default
 # 4096) tokens: $OUT/ncu-NAME.log (throughput, occupancy, warp states, memory) and
@@ -78,7 +80,8 @@ if [ "${PROBE_NCU:-0}" = 1 ]; then
   probe_java
   echo "== Nsight Compute, W=1, ${PROBE_NCU_TOKENS:-1} tokens, deepseek-v3, ${PROBE_NCU_LAUNCH:-plain}"
   ncu --clock-control none --target-processes all --kernel-name "${PROBE_NCU_NAME:-regex:AllToAllKernels}" \
-    --launch-skip "${PROBE_NCU_SKIP:-80}" --launch-count 8 --set full --import-source no -o "$work/report" -f \
+    --launch-skip "${PROBE_NCU_SKIP:-80}" --launch-count 8 --set full --cache-control "${PROBE_NCU_CACHE:-all}" \
+    --import-source no -o "$work/report" -f \
     "$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xss4m \
     "-Djava.io.tmpdir=$work" -cp "$classpath" org.moecomm.bench.Main bench --backend gpu --world 1 \
     --presets deepseek-v3 --tokens "${PROBE_NCU_TOKENS:-1}" --launch "${PROBE_NCU_LAUNCH:-plain}" --warmup 20 \

@@ -10,8 +10,10 @@ import java.lang.annotation.Target;
  * Marks an {@code int} kernel parameter whose value a GPU runner compiles into the kernel: the
  * kernel is compiled once per distinct value (the compiled-kernel cache is keyed by them), so
  * branches on it fold away and loops bounded by it can be unrolled, as a C++ template parameter
- * would. Use it for launch-invariant choices such as dtype codes or top-k. On the JVM the
- * parameter is an ordinary argument.
+ * would. Use it for launch-invariant values such as dtype codes, top-k or a handle's shapes (a
+ * division by one becomes a multiplication or a shift); not for a value that changes from launch
+ * to launch, which would compile the kernel again each time. On the JVM the parameter is an
+ * ordinary argument.
  */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)

@@ -42,6 +42,10 @@ import org.moecomm.kernels.api.Specialize;
  * blocks, and the protocol launches it only when every block is resident (docs/protocol.md,
  * "Progress").
  *
+ * <p><b>Compiled for the handle.</b> Every int parameter that a handle fixes (its shapes and
+ * choices) is {@link Specialize}d, so a handle's kernels carry them as constants; what changes
+ * between rounds or ranks ({@code fixedTokens}, {@code rank}, the wait's tag) stays a parameter.
+ *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
  * rows are stored straight into its buffer through {@code peerBuf}, its address from the host's
  * table ({@code peerOffsets}); elsewhere
@@ -183,10 +187,12 @@ public final class AllToAllKernels {
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatchSend(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens,
                                     Buf dispatchSend, Buf dispatchRecv, Buf signals, Buf pairLocation,
-                                    Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets, int xBytes,
-                                    int scalesPerToken, @Specialize int topK, int expertsPerRank, int groupSize,
-                                    int rank, int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens,
-                                    int checkIds, @Specialize int quantizeFrom, int pairNotes) {
+                                    Buf inputReport, Buf state, Buf peerModes, Buf peerOffsets,
+                                    @Specialize int xBytes, @Specialize int scalesPerToken, @Specialize int topK,
+                                    @Specialize int expertsPerRank, @Specialize int groupSize, int rank,
+                                    @Specialize int rowBytes, @Specialize int maxTokens, @Specialize int pairsPerRegion,
+                                    int fixedTokens, @Specialize int checkIds, @Specialize int quantizeFrom,
+                                    @Specialize int pairNotes) {
         sendToDestination(ctx, ctx.groupIdx(), ctx.numGroupsX(), x, xScale, indices, numTokens, dispatchSend,
                 dispatchRecv, signals, pairLocation, inputReport, state, peerModes, peerOffsets, xBytes, scalesPerToken,
                 topK, expertsPerRank, groupSize, rank, rowBytes, maxTokens, pairsPerRegion, fixedTokens, checkIds,
@@ -331,9 +337,10 @@ public final class AllToAllKernels {
     public static void dispatchRecv(KernelContext ctx, Buf dispatchRecv, Buf signals, Buf peerModes, Buf slotCounts,
                                     Buf expertNumTokens, Buf expertX, Buf expertXScale, Buf expertOrigin,
                                     Buf pairsFromGroup, Buf state, Buf errors, long timeoutNanos, int waitTag,
-                                    int rank, int groupSize, int expertsPerRank, int xBytes, int scalesPerToken,
-                                    int topK, int rowBytes, int maxTokens, int numGroups, int pairsPerRegion,
-                                    @Specialize int orderedSlots) {
+                                    int rank, @Specialize int groupSize, @Specialize int expertsPerRank,
+                                    @Specialize int xBytes, @Specialize int scalesPerToken, @Specialize int topK,
+                                    @Specialize int rowBytes, @Specialize int maxTokens, @Specialize int numGroups,
+                                    @Specialize int pairsPerRegion, @Specialize int orderedSlots) {
         int g = ctx.groupIdx();
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
@@ -378,12 +385,14 @@ public final class AllToAllKernels {
     @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = 2)
     public static void dispatch(KernelContext ctx, Buf x, Buf xScale, Buf indices, Buf numTokens, Buf dispatchSend,
                                 Buf dispatchRecv, Buf signals, Buf pairLocation, Buf inputReport, Buf state,
-                                Buf peerModes, Buf peerOffsets, int xBytes, int scalesPerToken,
-                                @Specialize int topK, int expertsPerRank, int groupSize, int rank, int rowBytes,
-                                int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
-                                @Specialize int quantizeFrom, int pairNotes, Buf expertNumTokens, Buf expertX,
-                                Buf expertXScale, Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos,
-                                int waitTag, int numGroups, int partShift) {
+                                Buf peerModes, Buf peerOffsets, @Specialize int xBytes,
+                                @Specialize int scalesPerToken, @Specialize int topK, @Specialize int expertsPerRank,
+                                @Specialize int groupSize, int rank, @Specialize int rowBytes,
+                                @Specialize int maxTokens, @Specialize int pairsPerRegion, int fixedTokens,
+                                @Specialize int checkIds, @Specialize int quantizeFrom, @Specialize int pairNotes,
+                                Buf expertNumTokens, Buf expertX, Buf expertXScale,
+                                Buf expertOrigin, Buf pairsFromGroup, Buf errors, long timeoutNanos, int waitTag,
+                                @Specialize int numGroups, @Specialize int partShift) {
         int world = numGroups * groupSize;
         int block = ctx.groupIdx();
         if (block < world) {
@@ -589,8 +598,9 @@ public final class AllToAllKernels {
     public static void combineSend(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin,
                                    Buf combineSend, Buf combineRecv, Buf signals, Buf state, Buf peerModes,
                                    Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag, int rank,
-                                   int worldSize, int groupSize, int yBytes, int expertCapacity, int pairsPerRegion,
-                                   int anyPut) {
+                                   @Specialize int worldSize, @Specialize int groupSize, @Specialize int yBytes,
+                                   @Specialize int expertCapacity, @Specialize int pairsPerRegion,
+                                   @Specialize int anyPut) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();
@@ -695,9 +705,9 @@ public final class AllToAllKernels {
      */
     public static void combineRecv(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf numTokens, Buf out, Buf signals, Buf state, Buf peerModes, Buf peerOffsets,
-                                   Buf errors, long timeoutNanos, int waitTag, int rank, int worldSize, int numGroups,
-                                   int hidden, int maxTokens, @Specialize int topK, @Specialize int yDtype,
-                                   @Specialize int outDtype) {
+                                   Buf errors, long timeoutNanos, int waitTag, int rank, @Specialize int worldSize,
+                                   @Specialize int numGroups, @Specialize int hidden, @Specialize int maxTokens,
+                                   @Specialize int topK, @Specialize int yDtype, @Specialize int outDtype) {
         long round = state.getLong(STATE_ROUND);
         int tid = ctx.localIdx();
         int threads = ctx.localGroupSizeX();

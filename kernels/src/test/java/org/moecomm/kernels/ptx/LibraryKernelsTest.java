@@ -27,6 +27,39 @@ class LibraryKernelsTest {
     static final String LIBRARY = "org.moecomm.kernels.moe.MoeKernels";
     static final String ROUND_KERNELS = "org.moecomm.kernels.moe.AllToAllKernels";
 
+    /*
+     * The values a DeepSeek-V3 handle (hidden 7168 in fp8 with 56 block scales, top-8 of 256
+     * experts, W = 4, M = 128) gives each round kernel's @Specialize parameters, in their order:
+     * the handle's shapes and choices, never a value that changes between rounds.
+     */
+    private static final int ROW_BYTES = 7168 + 224 + 48; // token, scales, meta (16-byte aligned each)
+    private static final int PAIRS_PER_REGION = 128 * 8;
+    /**
+     * dispatch send: xBytes, scalesPerToken, topK, expertsPerRank, groupSize, rowBytes, maxTokens,
+     * pairsPerRegion, checkIds, quantizeFrom, pairNotes.
+     */
+    private static final int[] DISPATCH_SEND = {7168, 56, 8, 64, 1, ROW_BYTES, 128, PAIRS_PER_REGION, 1, -1, 0};
+    private static final int SEND_QUANTIZE_FROM = 9;
+    /**
+     * dispatch recv: groupSize, expertsPerRank, xBytes, scalesPerToken, topK, rowBytes, maxTokens,
+     * numGroups, pairsPerRegion, orderedSlots.
+     */
+    private static final int[] DISPATCH_RECV = {1, 64, 7168, 56, 8, ROW_BYTES, 128, 4, PAIRS_PER_REGION, 0};
+    /** combine recv: worldSize, numGroups, hidden, maxTokens, topK, yDtype, outDtype (bf16 both). */
+    private static final int[] COMBINE_RECV = {4, 4, 7168, 128, 8, 0, 0};
+
+    /** {@code kernel} specialised for {@code values}, one per @Specialize parameter in order. */
+    private static Kernel specialised(Kernel kernel, int... values) {
+        int[] positions = kernel.specializedPositions();
+        assertEquals(values.length, positions.length, () -> kernel + ": @Specialize parameters at " +
+                java.util.Arrays.toString(positions));
+        Object[] args = new Object[positions[positions.length - 1] + 1];
+        for (int i = 0; i < positions.length; i++) {
+            args[positions[i]] = values[i];
+        }
+        return kernel.specializedFor(positions, args);
+    }
+
     @TempDir
     Path tmp;
 
@@ -46,16 +79,42 @@ class LibraryKernelsTest {
     void roundKernelsCompileSpecialisedAsTheProtocolLaunchesThem() throws Exception {
         Kernel recv = library().filter(k -> k.name().equals("combineRecv")).findFirst().orElse(null);
         Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
-        int[] positions = recv.specializedPositions();
-        Object[] args = new Object[positions[positions.length - 1] + 1];
-        // topK 8, bf16 expert outputs, bf16 out (DeepSeek-V3)
-        args[positions[0]] = 8;
-        args[positions[1]] = 0;
-        args[positions[2]] = 0;
-        PtxKernel k = PtxCompiler.hopper().compile(recv.specializedFor(positions, args));
+        PtxKernel k = PtxCompiler.hopper().compile(specialised(recv, COMBINE_RECV));
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
         assertTrue(r.ok(), () -> "ptxas rejected the specialised combineRecv:\n" + r.output());
         assertFalse(k.ptx().contains("e4m3"), "the dtype branches fold away");
+    }
+
+    /**
+     * The one-launch dispatch compiled for its handle: every @Specialize parameter is a constant
+     * in the PTX (its divisions and loop bounds fold; a 1-token round's path is instruction-bound,
+     * docs/benchmarks.md), the values that change between rounds or ranks stay parameters, and it
+     * still fits two blocks per SM.
+     */
+    @Test
+    void dispatchCompilesItsHandleShapesIn() throws Exception {
+        Kernel dispatch = library().filter(k -> k.name().equals("dispatch")).findFirst().orElse(null);
+        Assumptions.assumeTrue(dispatch != null, ROUND_KERNELS + " is not on the class path");
+        int[] receive = {4, 0}; // numGroups, partShift
+        int[] values = java.util.stream.IntStream.concat(java.util.Arrays.stream(DISPATCH_SEND),
+                java.util.Arrays.stream(receive)).toArray();
+        values[SEND_QUANTIZE_FROM + 1] = 1; // pairNotes: the one-launch dispatch takes its slots in source order
+        Kernel special = specialised(dispatch, values);
+        PtxKernel k = PtxCompiler.hopper().compile(special);
+        for (int position : dispatch.specializedPositions()) {
+            assertFalse(k.ptx().contains("[AllToAllKernels_dispatch_param_" + position + "]"),
+                    () -> "specialised parameter " + position + " must not be loaded");
+        }
+        int rank = 17; // the rank's and the round's m (fixedTokens: 21) are no handle's constants
+        int fixedTokens = 21;
+        assertTrue(k.ptx().contains("[AllToAllKernels_dispatch_param_" + rank + "]"), "rank stays a parameter");
+        assertTrue(k.ptx().contains("[AllToAllKernels_dispatch_param_" + fixedTokens + "]"),
+                "fixedTokens stays a parameter");
+        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName(), List.of("-v"));
+        assertTrue(r.ok(), r::output);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("Used (\\d+) registers").matcher(r.output());
+        assertTrue(m.find(), r::output);
+        assertTrue(Integer.parseInt(m.group(1)) <= 128, r::output);
     }
 
     /**
@@ -68,12 +127,8 @@ class LibraryKernelsTest {
     void packAndDispatchSendFitTwoBlocksPerMultiprocessor(String name) throws Exception {
         Kernel kernel = library().filter(k -> k.name().equals(name)).findFirst().orElse(null);
         Assumptions.assumeTrue(kernel != null, name + " is not on the class path");
-        int[] positions = kernel.specializedPositions();
-        Object[] args = new Object[positions.length == 0 ? 0 : positions[positions.length - 1] + 1];
-        for (int i = 0; i < positions.length; i++) {
-            args[positions[i]] = i == 0 ? 8 : -1; // topK 8, no quantisation
-        }
-        PtxKernel k = PtxCompiler.hopper().compile(kernel.specializedFor(positions, args));
+        // pack specialises nothing; dispatch send as a DeepSeek-V3 handle launches it, without quantisation
+        PtxKernel k = PtxCompiler.hopper().compile(name.equals("pack") ? kernel : specialised(kernel, DISPATCH_SEND));
         assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "the kernel carries its launch bounds");
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName(), List.of("-v"));
         assertTrue(r.ok(), r::output);
@@ -91,12 +146,9 @@ class LibraryKernelsTest {
     void dispatchSendCompilesSpecialisedForEachQuantisation(int quantizeFrom) throws Exception {
         Kernel send = library().filter(k -> k.name().equals("dispatchSend")).findFirst().orElse(null);
         Assumptions.assumeTrue(send != null, ROUND_KERNELS + " is not on the class path");
-        int[] positions = send.specializedPositions();
-        assertEquals(2, positions.length, "topK and quantizeFrom are dispatch send's specialised parameters");
-        Object[] args = new Object[positions[1] + 1];
-        args[positions[0]] = 8; // topK of DeepSeek-V3: the routing loops unroll
-        args[positions[1]] = quantizeFrom;
-        PtxKernel k = PtxCompiler.hopper().compile(send.specializedFor(positions, args));
+        int[] values = DISPATCH_SEND.clone(); // topK 8: the routing loops unroll
+        values[SEND_QUANTIZE_FROM] = quantizeFrom;
+        PtxKernel k = PtxCompiler.hopper().compile(specialised(send, values));
         boolean quantizes = k.ptx().contains("div.rn.f32") && k.ptx().contains("cvt.rn.satfinite.e4m3x2.f32");
         assertEquals(quantizeFrom >= 0, quantizes, "the quantising copy is compiled in exactly when asked for");
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
@@ -114,11 +166,9 @@ class LibraryKernelsTest {
     void dispatchRecvCompilesSpecialisedForEachSlotOrder(int orderedSlots) throws Exception {
         Kernel recv = library().filter(k -> k.name().equals("dispatchRecv")).findFirst().orElse(null);
         Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
-        int[] positions = recv.specializedPositions();
-        assertEquals(1, positions.length, "orderedSlots is dispatch recv's specialised parameter");
-        Object[] args = new Object[positions[0] + 1];
-        args[positions[0]] = orderedSlots;
-        PtxKernel k = PtxCompiler.hopper().compile(recv.specializedFor(positions, args));
+        int[] values = DISPATCH_RECV.clone();
+        values[values.length - 1] = orderedSlots;
+        PtxKernel k = PtxCompiler.hopper().compile(specialised(recv, values));
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
         assertTrue(r.ok(), () -> "ptxas rejected dispatchRecv for orderedSlots " + orderedSlots + ":\n" + r.output());
         // the module's static shared arrays, as the PTX declares them

@@ -1,4 +1,5 @@
-# Reads the TRACE lines of trace.patch (one per round slot, kernel and block) and prints the
+# Reads the TRACE lines of trace.patch (or ../2026-12-06-specialise-experiment/finetrace.patch, four
+# more points of the send block) (one per round slot, kernel and block) and prints the
 # medians of each point per rank and of the chain's steps. Usage: python3 timeline.py trace-*.txt
 # Assumes one receive block per source group (parts = 1), as at W = 4, 1 token.
 import re,sys,statistics as st
@@ -9,7 +10,7 @@ for line in open(sys.argv[1]):
     if not m: continue
     r,M,W,slot,k,b=map(int,m.groups()[:6]); pts=list(map(int,m.group(7).split()))
     rows[(M,W,slot)][(r,k,b)]=pts
-SEND=['entry','packed (notes+row)','final barrier','release done']
+SEND=['entry','packed (notes+row)','final barrier','release done','m and ids (t0)','routed (barrier)','notes+locations issued','row copied (t0)']
 RECV=['entry','count notes (barrier)','slots done','signal seen (t0)','copy done (t0)']
 for M in sorted({k[0] for k in rows}):
     W=[k[1] for k in rows if k[0]==M][0]
@@ -29,6 +30,8 @@ for M in sorted({k[0] for k in rows}):
             chain['release self'].extend(rel_self); chain['release peer'].extend(rel_peer)
             chain['entry->packed'].extend(d[(r,0,b)][1]-d[(r,0,b)][0] for b in range(W) if (r,0,b) in d)
             chain['packed->barrier'].extend(d[(r,0,b)][2]-d[(r,0,b)][1] for b in range(W) if (r,0,b) in d)
+            for a,bb,name in ((0,4,'entry->m'),(4,5,'m->routed'),(5,6,'routed->notes+locs'),(6,7,'notes->row copied'),(7,1,'row copied->packed')):
+                chain[name].extend(d[(r,0,b)][bb]-d[(r,0,b)][a] for b in range(W) if (r,0,b) in d and d[(r,0,b)][a] and d[(r,0,b)][bb])
             rb=[b for (rr,k,b) in d if rr==r and k==1]
             for i,name in enumerate(RECV):
                 vals=[d[(r,1,b)][i]-t0 for b in rb if d[(r,1,b)][i]]

@@ -210,21 +210,22 @@ public final class AllToAllKernels {
                                   int scalesPerToken, int topK, int expertsPerRank, int groupSize, int rank,
                                   int rowBytes, int maxTokens, int pairsPerRegion, int fixedTokens, int checkIds,
                                   int quantizeFrom, int pairNotes) {
-        // (few locals here: every one is saved at each barrier of the CPU runner's loop form of
-        // dispatchSend, which has no room left)
-        long round = state.getLong(STATE_ROUND) + 1;
+        long stateRound = state.getLong(STATE_ROUND);
+        int mode = peerModes.getInt(dest);
+        // resolved before the mode is known (unused for a put peer): from the host's table, a load
+        // in flight with the round's and the mode's (nvshmem_ptr's call waited for them, and the
+        // ids' loads after it waited for the call)
+        Buf peerRecv = ctx.peerBuf(dispatchRecv, dest, offsetsRow(peerOffsets, OFFSETS_DISPATCH_RECV, world));
+        long round = stateRound + 1;
         int group = rank / groupSize;
         boolean serves = dest % groupSize == rank % groupSize;
-        boolean direct = serves && peerModes.getInt(dest) == PEER_DIRECT;
+        boolean direct = serves && mode == PEER_DIRECT;
         long recvRegionRow = (long) group * maxTokens;
-        // the peer's rows resolved whatever the mode (unused for a put peer): from the host's table,
-        // a load in flight with the round's and the mode's (nvshmem_ptr's call waited for them, and
-        // the ids' loads after it waited for the call)
-        Buf rowsOut = ctx.peerBuf(dispatchRecv, dest, offsetsRow(peerOffsets, OFFSETS_DISPATCH_RECV, world));
-        long outRegionRow = recvRegionRow;
-        if (!direct) {
-            rowsOut = dispatchSend;
-            outRegionRow = (long) (dest / groupSize) * maxTokens;
+        Buf rowsOut = dispatchSend;
+        long outRegionRow = (long) (dest / groupSize) * maxTokens;
+        if (direct) {
+            rowsOut = peerRecv;
+            outRegionRow = recvRegionRow;
         }
         int putPeer = serves && !direct ? dest : -1;
         // a put destination reads the rows' own metas after its signal instead (docs/protocol.md, "Pair notes")

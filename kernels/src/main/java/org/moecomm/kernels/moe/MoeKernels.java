@@ -174,9 +174,6 @@ public final class MoeKernels {
         stageIds(indices, 0, stagedEnd * topK, chunkIds, tid, threads);
         int count = tokenCount(ctx, numTokens, inputReport, fixedTokens, maxTokens, checkIds,
                 dest == 0 && ctx.groupIdy() == 0 && tid == 0);
-        // between the count's load and its first use, so that both are in flight together
-        copyFirstRowEarly(x, xScale, rowsOut, outRegionRow, notesAt, quantizeFrom, stagedEnd, xBytes, scalesPerToken,
-                rowBytes, tid, threads);
         int m = clamp(count, 0, maxTokens);
         // a count out of range is the round's one report: the ids of the tokens past the real ones
         // are not inputs, and checking them raced the count's report for the first claim
@@ -283,7 +280,7 @@ public final class MoeKernels {
             if (copy != 0) {
                 copyRowsToSend(ctx, x, xScale, chunkIds, idsBase, chunk, rowsOut, rowToken, rowPairBase, rowPairs,
                         rowMask, lo, hi, outRegionRow + rowsBefore, xBytes, scalesPerToken, topK, firstExpert,
-                        rowBytes, quantizeFrom, notesAt);
+                        rowBytes, quantizeFrom);
                 boolean put = putPeer >= 0 && hi > lo;
                 finishShare(ctx, x, rowToken, lo, hi, rowsOut, outRegionRow + rowsBefore, xBytes, quantizeFrom,
                         rowBytes, scanRows, put);
@@ -767,15 +764,12 @@ public final class MoeKernels {
     static int tokenCount(KernelContext ctx, Buf numTokens, Buf inputReport, int fixedTokens, int maxTokens,
                           int checkIds, boolean first) {
         int count = fixedTokens >= 0 ? fixedTokens : numTokens.getInt(0);
-        // only the first thread uses the count here: the others go on with its load in flight
-        if (first) {
-            int m = clamp(count, 0, maxTokens);
-            if (fixedTokens >= 0) {
-                numTokens.setInt(0, m);
-            }
-            if (checkIds != 0 && m != count) {
-                report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
-            }
+        int m = clamp(count, 0, maxTokens);
+        if (fixedTokens >= 0 && first) {
+            numTokens.setInt(0, m);
+        }
+        if (checkIds != 0 && m != count && first) {
+            report(ctx, inputReport, REPORT_BAD_COUNT, -1, -1, count);
         }
         return count;
     }
@@ -899,7 +893,7 @@ public final class MoeKernels {
     static void copyRowsToSend(KernelContext ctx, Buf x, Buf xScale, int[] chunkIds, int idsBase, int chunk,
                                Buf dispatchSend, int[] rowToken, int[] rowPairBase, int[] rowPairs, long[] rowMask,
                                int lo, int hi, long firstRow, int xBytes, int scalesPerToken, int topK,
-                               int firstExpert, int rowBytes, int quantizeFrom, long notesAt) {
+                               int firstExpert, int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
         int width = teamWidth(threads, hi - lo);
         int team = ctx.localIdx() / width;
@@ -909,7 +903,6 @@ public final class MoeKernels {
         int scaleOffset = align16(xBytes);
         int scaleWords = align16(4 * scalesPerToken) >> 2;
         int copiedScaleWords = quantizeFrom < 0 ? scaleWords : 0;
-        boolean firstEarly = copiesFirstRowEarly(notesAt, quantizeFrom, threads);
         int metaOffset = scaleOffset + (scaleWords << 2);
         int metaWords = align16(4 * (2 + topK)) >> 2;
         // Threads past the last whole team (block sizes not a multiple of 32) only wait.
@@ -917,18 +910,15 @@ public final class MoeKernels {
             for (int r = lo + team; r < hi; r += teams) {
                 int t = rowToken[r];
                 long rowByte = (firstRow + r) * rowBytes;
-                // token 0's row is row 0 (it comes first): copied already (copyFirstRowEarly), only its meta is left
-                int rowPieces = t == 0 && firstEarly ? 0 : pieces;
-                int rowScaleWords = t == 0 && firstEarly ? 0 : copiedScaleWords;
                 long dstPiece = rowByte >> 4;
                 long srcPiece = (long) t * pieces;
                 long firstScale = (long) t * scalesPerToken;
                 // the lane's first scale is loaded before the token's pieces, so both are in flight
                 // together: a decode row costs one round trip to memory, not one more for its scales
-                int laneScale = lane < scalesPerToken && rowScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
-                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, rowPieces, lane, width);
+                int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
+                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
-                for (int i = lane; i < rowScaleWords; i += width) {
+                for (int i = lane; i < copiedScaleWords; i += width) {
                     int bits = laneScale;
                     if (i != lane) {
                         bits = i < scalesPerToken ? xScale.getInt(firstScale + i) : 0;
@@ -948,45 +938,6 @@ public final class MoeKernels {
                     dispatchSend.setInt(metaWord + i, value);
                 }
             }
-        }
-    }
-
-    /**
-     * Whether {@link #packRows} copies token 0's row before the routing ({@link #copyFirstRowEarly}):
-     * where it writes pair notes (one block alone serves a mapped destination: decode), copies
-     * x's bytes as they are (not quantising) and has warps besides the first.
-     */
-    static boolean copiesFirstRowEarly(long notesAt, int quantizeFrom, int threads) {
-        return notesAt != -1 && quantizeFrom < 0 && threads > WARP;
-    }
-
-    /**
-     * Where {@link #copiesFirstRowEarly}: copies token 0's bytes and scales into row
-     * {@code firstRow} of {@code rowsOut} (the destination's region, its row 0) before the routing
-     * is known, so the row's stores are on their way while the ids are routed (at one token the
-     * copy after the routing was 1.3 us of the path to the signal). Only the warps after the first
-     * copy: the first warp's thread 0 routes the ids, and the copy's loads, which its threads would
-     * wait for before their stores, stay off its path (the whole block copying here moved nothing,
-     * docs/benchmarks.md). Token 0 is row 0 if it goes to the destination at all, and
-     * {@link #copyRowsToSend} then writes only its meta; if it does not, row 0 is another token's,
-     * written over after the routing (a barrier later), or a row beyond the count, never read.
-     * Needs {@code stagedEnd > 0} (x holds a row) and a block of more than one warp.
-     */
-    static void copyFirstRowEarly(Buf x, Buf xScale, Buf rowsOut, long firstRow, long notesAt, int quantizeFrom,
-                                  int stagedEnd, int xBytes, int scalesPerToken, int rowBytes, int tid,
-                                  int threads) {
-        if (!copiesFirstRowEarly(notesAt, quantizeFrom, threads) || stagedEnd == 0 || tid < WARP) {
-            return;
-        }
-        int lane = tid - WARP;
-        int width = threads - WARP;
-        long rowByte = firstRow * rowBytes;
-        int laneScale = lane < scalesPerToken ? xScale.getInt(lane) : 0;
-        copyPiecesDeep(rowsOut, rowByte >> 4, x, 0, xBytes >> 4, lane, width);
-        long scaleWord = (rowByte + align16(xBytes)) >> 2;
-        int scaleWords = align16(4 * scalesPerToken) >> 2; // with the padding's zeros, as copyRowsToSend
-        for (int i = lane; i < scaleWords; i += width) {
-            rowsOut.setInt(scaleWord + i, i == lane ? laneScale : i < scalesPerToken ? xScale.getInt(i) : 0);
         }
     }
 

@@ -95,10 +95,10 @@ class LibraryKernelsTest {
     void dispatchCompilesItsHandleShapesIn() throws Exception {
         Kernel dispatch = library().filter(k -> k.name().equals("dispatch")).findFirst().orElse(null);
         Assumptions.assumeTrue(dispatch != null, ROUND_KERNELS + " is not on the class path");
-        int[] receive = {4, 0}; // numGroups, partShift
-        int[] values = java.util.stream.IntStream.concat(java.util.Arrays.stream(DISPATCH_SEND),
-                java.util.Arrays.stream(receive)).toArray();
+        // dispatch send's values, then the receive's numGroups 4 and partShift 0
+        int[] values = java.util.Arrays.copyOf(DISPATCH_SEND, DISPATCH_SEND.length + 2);
         values[SEND_QUANTIZE_FROM + 1] = 1; // pairNotes: the one-launch dispatch takes its slots in source order
+        values[DISPATCH_SEND.length] = 4;
         Kernel special = specialised(dispatch, values);
         PtxKernel k = PtxCompiler.hopper().compile(special);
         for (int position : dispatch.specializedPositions()) {

@@ -44,11 +44,14 @@ probe_java() {
 }
 
 # The Nsight Compute report in $work: its details page into $1, the SASS lines of its first kernel
-# with the most stall samples into $2.
+# with the most stall samples into $2, and every SASS line of every profiled launch with its
+# executed instructions and stall samples into $2's name with .csv.gz for .txt (what a path
+# executes, instruction by instruction: scripts/ncu-hotspots.py --executed reads it).
 ncu_pages() {
   ncu -i "$work/report.ncu-rep" --page details > "$1" 2>&1
   ncu -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/source.csv" 2>&1
   python3 scripts/ncu-hotspots.py "$work/source.csv" > "$2" 2>&1
+  gzip -c "$work/source.csv" > "${2%.txt}.csv.gz"
 }
 
 if [ -n "${PROBE_NCU_KERNEL:-}" ]; then

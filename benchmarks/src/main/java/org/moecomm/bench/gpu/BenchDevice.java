@@ -67,9 +67,10 @@ interface BenchDevice extends AutoCloseable {
 
     /**
      * Registers, static shared memory and local memory of {@code kernel} as compiled for a launch
-     * with {@code args} (specialised for them, as {@link #prepare} runs it); null where unknown.
+     * on {@code grid} with {@code args} (specialised for them, as {@link #prepare} runs it); null
+     * where unknown.
      */
-    String resources(Kernel kernel, Object... args);
+    String resources(Kernel kernel, Grid grid, Object... args);
 
     /** The same for a twin entry; null where unknown. */
     String twinResources(String entry);

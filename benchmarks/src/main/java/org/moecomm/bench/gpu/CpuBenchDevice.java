@@ -113,7 +113,7 @@ final class CpuBenchDevice implements BenchDevice {
     }
 
     @Override
-    public String resources(Kernel kernel, Object... args) {
+    public String resources(Kernel kernel, Grid grid, Object... args) {
         return null;
     }
 

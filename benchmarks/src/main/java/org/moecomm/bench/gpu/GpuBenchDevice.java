@@ -115,7 +115,7 @@ final class GpuBenchDevice implements BenchDevice {
 
     @Override
     public Runnable prepare(Kernel kernel, Grid grid, Object... args) {
-        return launcher(runner.function(runner.specialize(kernel, args)), grid, args);
+        return launcher(runner.function(runner.specialize(kernel, grid.threads(), args)), grid, args);
     }
 
     @Override
@@ -162,8 +162,8 @@ final class GpuBenchDevice implements BenchDevice {
     }
 
     @Override
-    public String resources(Kernel kernel, Object... args) {
-        return describe(runner.function(runner.specialize(kernel, args)));
+    public String resources(Kernel kernel, Grid grid, Object... args) {
+        return describe(runner.function(runner.specialize(kernel, grid.threads(), args)));
     }
 
     @Override

@@ -545,7 +545,7 @@ public final class KernelBenchmark implements Callable<Integer> {
 
     /** Checked first run of the Java kernel and of its twin, then the timed runs, then a check of the last output. */
     static Line measure(BenchDevice dev, Settings s, int m, Line base, KernelSpec k, Runnable flush) {
-        String jr = dev.resources(k.kernel(), k.args());
+        String jr = dev.resources(k.kernel(), k.grid(), k.args());
         k.reset().run();
         dev.launchChecked(k.kernel(), k.grid(), k.args());
         dev.synchronize();

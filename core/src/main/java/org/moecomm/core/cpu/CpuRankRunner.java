@@ -93,8 +93,8 @@ final class CpuRankRunner implements KernelRunner {
     }
 
     @Override
-    public void prepare(Kernel kernel, Object... args) {
-        runner.prepare(kernel, args);
+    public void prepare(Kernel kernel, int threads, Object... args) {
+        runner.prepare(kernel, threads, args);
     }
 
     @Override

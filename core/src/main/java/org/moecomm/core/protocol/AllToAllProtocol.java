@@ -230,13 +230,13 @@ public final class AllToAllProtocol implements MoeAllToAll {
                     + AllToAllKernels.DONE_PER_ROUND + " blocks");
         }
         // load (and specialise) the kernels now: a CUDA graph capture cannot load modules
-        runner.prepare(DISPATCH_SEND, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
-        runner.prepare(DISPATCH_RECV, dispatchRecvArgs(dummy, dummy, dummy));
+        runner.prepare(DISPATCH_SEND, threads, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1));
+        runner.prepare(DISPATCH_RECV, threads, dispatchRecvArgs(dummy, dummy, dummy));
         if (dispatchGrid != null) {
-            runner.prepare(DISPATCH, dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
+            runner.prepare(DISPATCH, threads, dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
         }
-        runner.prepare(COMBINE_SEND, combineSendArgs(dummy, dummy));
-        runner.prepare(COMBINE_RECV, combineRecvArgs(dummy, numTokens, dummy));
+        runner.prepare(COMBINE_SEND, threads, combineSendArgs(dummy, dummy));
+        runner.prepare(COMBINE_RECV, threads, combineRecvArgs(dummy, numTokens, dummy));
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts;"
                 + " dispatch recv slots {}; dispatch in {}", rank, config, layout.symmetricBytes(), layout.localBytes(),

@@ -42,9 +42,9 @@ final class CheckedKernelRunner implements KernelRunner {
     }
 
     @Override
-    public void prepare(Kernel kernel, Object... args) {
+    public void prepare(Kernel kernel, int threads, Object... args) {
         exec.enter();
-        runner.prepare(kernel, args);
+        runner.prepare(kernel, threads, args);
     }
 
     @Override

@@ -16,19 +16,45 @@ import java.util.TreeMap;
  *
  * <p>{@code constants} maps argument positions (0 = the first parameter after the context) of
  * {@link Specialize}d parameters to the values a compiled kernel is specialised for; empty for
- * the generic kernel. Kernels with different constants are different compiled kernels.
+ * the generic kernel. {@code blockThreads}, when not 0, is the one block size the kernel is
+ * compiled for ({@link #forBlockThreads}). Kernels with different constants or block sizes are
+ * different compiled kernels.
  */
-public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constants) {
+public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constants, int blockThreads) {
 
     public Kernel {
         Objects.requireNonNull(owner, "owner");
         Objects.requireNonNull(name, "name");
         constants = java.util.Collections.unmodifiableMap(new TreeMap<>(constants));
+        if (blockThreads < 0 || blockThreads > Grid.MAX_THREADS) {
+            throw new IllegalArgumentException("kernel " + owner.getSimpleName() + "." + name
+                    + ": block threads must be 0 (any) or 1.." + Grid.MAX_THREADS + ", not " + blockThreads);
+        }
+    }
+
+    /** The kernel specialised for {@code constants}, for any block size. */
+    public Kernel(Class<?> owner, String name, Map<Integer, Integer> constants) {
+        this(owner, name, constants, 0);
     }
 
     /** The generic kernel (no specialisation constants). */
     public Kernel(Class<?> owner, String name) {
         this(owner, name, Map.of());
+    }
+
+    /**
+     * This kernel compiled for blocks of exactly {@code threads} threads: on the GPU
+     * {@link KernelContext#localGroupSizeX()} is that constant in it (what the kernel computes
+     * from it folds: a division by it becomes a shift), and the compiled kernel requires it
+     * ({@code .reqntid}: a launch with another block size fails). GPU runners compile a kernel
+     * with {@link Specialize}d parameters this way, for the block size of its launch. On the JVM
+     * it runs as the kernel does.
+     */
+    public Kernel forBlockThreads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("kernel " + this + ": block threads must be positive, not " + threads);
+        }
+        return new Kernel(owner, name, constants, threads);
     }
 
     /** Argument positions of this kernel's {@link Specialize}d parameters, in order. */
@@ -56,7 +82,7 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
             }
             values.put(pos, v);
         }
-        return new Kernel(owner, name, values);
+        return new Kernel(owner, name, values, blockThreads);
     }
 
     /** The kernel method, checked for the kernel shape. */
@@ -121,6 +147,7 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
 
     @Override
     public String toString() {
-        return owner.getSimpleName() + "." + name + (constants.isEmpty() ? "" : constants.toString());
+        return owner.getSimpleName() + "." + name + (constants.isEmpty() ? "" : constants.toString())
+                + (blockThreads == 0 ? "" : "x" + blockThreads);
     }
 }

@@ -58,12 +58,13 @@ public interface KernelRunner extends AutoCloseable {
     }
 
     /**
-     * Makes {@code kernel} ready to launch with arguments like {@code args} (on a GPU: compiled,
-     * specialised for the values of its {@code @Specialize} parameters, loaded), so that a later
-     * launch does no more than enqueue it: launches captured into a CUDA graph must not load
-     * modules. A no-op where nothing needs preparing.
+     * Makes {@code kernel} ready to launch in blocks of {@code threads} threads with arguments
+     * like {@code args} (on a GPU: compiled, specialised for the values of its {@code @Specialize}
+     * parameters and for that block size, loaded), so that a later launch does no more than
+     * enqueue it: launches captured into a CUDA graph must not load modules. A no-op where nothing
+     * needs preparing.
      */
-    default void prepare(Kernel kernel, Object... args) {
+    default void prepare(Kernel kernel, int threads, Object... args) {
     }
 
     /** Waits for every launch made so far; a no-op where launches are synchronous. */

@@ -264,7 +264,7 @@ public final class CpuKernelRunner implements KernelRunner {
      * @throws IllegalArgumentException if the arguments do not match the kernel's parameters
      */
     @Override
-    public void prepare(Kernel kernel, Object... args) {
+    public void prepare(Kernel kernel, int threads, Object... args) {
         Resolved r = checked(kernel, args == null ? new Object[0] : args);
         if (execution == Execution.LOOPS) {
             loopForm(r.method());

@@ -504,6 +504,93 @@ final class Analysis {
                     len.intConstant(), intrinsic.javaName() + "(" + len.intConstant() + ") at " + code.where(k)));
             return in.popPush(nargs, Value.array(a));
         }
+        if (intrinsic != null && scope.kernel.blockThreads() > 0
+                && owner.equals("org/moecomm/kernels/api/KernelContext") && name.equals("localGroupSizeX")) {
+            // compiled for one block size: a constant, and what is computed from it folds
+            return in.popPush(nargs, Value.constant(Kind.INT, scope.kernel.blockThreads()));
+        }
+        Long folded = intrinsic != null ? foldPureCall(owner + "." + name + desc, in, nargs)
+                : returnedConstant(owner, name, desc, in, nargs);
+        if (folded != null) {
+            return in.popPush(nargs, Value.constant(Kind.ofDescriptor(ret), folded));
+        }
         return in.popPush(nargs, Value.of(Kind.ofDescriptor(ret)));
+    }
+
+    /** Bytecode instructions of the largest callee whose returned constant {@link #returnedConstant} looks for. */
+    static final int MAX_FOLDED_CALLEE = 96;
+
+    /**
+     * The constant a small static int or long method returns for these arguments (some of them
+     * constants), found by analysing its inlined copy; null when it returns anything else. A
+     * helper such as {@code copyWidth(threads)} or {@code pairsPerRow(...)} then folds where it
+     * is called, and what the caller divides by it divides by a constant. The call itself is still
+     * inlined (its effects are kept).
+     */
+    private Long returnedConstant(String owner, String name, String desc, Frame in, int nargs) {
+        boolean anyConstant = nargs == 0;
+        for (int k = 0; k < nargs; k++) {
+            anyConstant |= in.peek(k).isConstant();
+        }
+        String ret = desc.substring(desc.indexOf(')') + 1);
+        if (!anyConstant || !(ret.equals("I") || ret.equals("J"))) {
+            return null;
+        }
+        MethodCode callee = classes.method(owner, name, desc);
+        if (callee == null || !callee.isStatic || !callee.hasCode || callee.size() > MAX_FOLDED_CALLEE
+                || scope.onStack(callee)) {
+            return null; // the lowering names what is wrong with it
+        }
+        Value[] locals = new Value[Math.max(callee.maxLocals, 1)];
+        int slot = 0;
+        for (int k = 0; k < nargs; k++) {
+            Value v = in.peek(nargs - 1 - k);
+            locals[slot] = v;
+            slot += v.kind().slots;
+        }
+        Analysis an = new Analysis(new Scope(scope.kernel, callee, scope, -1), classes, new Frame(locals, new Value[0]));
+        Long constant = null;
+        for (int i = 0; i < callee.size(); i++) {
+            if (an.before[i] != null && callee.insn(i) instanceof ReturnInstruction) {
+                Value v = an.before[i].peek(0);
+                if (!v.isConstant() || (constant != null && !constant.equals(v.constant()))) {
+                    return null;
+                }
+                constant = v.constant();
+            }
+        }
+        return constant;
+    }
+
+    /**
+     * The value of a call of a pure {@code java.lang} intrinsic (min, max, abs, bit counts) whose
+     * arguments are all constants, computed as the JVM does; null for any other call. A size the
+     * handle fixes reaches the kernel through {@code Math.min} and the like ({@code min(WARP, threads)}):
+     * folded, what is divided by it divides by a constant ({@link ConstantDivision}).
+     */
+    private static Long foldPureCall(String call, Frame in, int nargs) {
+        long[] a = new long[nargs];
+        for (int k = 0; k < nargs; k++) {
+            Value v = in.peek(nargs - 1 - k);
+            if (!v.isConstant()) {
+                return null;
+            }
+            a[k] = v.kind() == Kind.INT ? v.intConstant() : v.constant();
+        }
+        return switch (call) {
+            case "java/lang/Math.min(II)I" -> (long) Math.min((int) a[0], (int) a[1]);
+            case "java/lang/Math.max(II)I" -> (long) Math.max((int) a[0], (int) a[1]);
+            case "java/lang/Math.abs(I)I" -> (long) Math.abs((int) a[0]);
+            case "java/lang/Math.min(JJ)J" -> Math.min(a[0], a[1]);
+            case "java/lang/Math.max(JJ)J" -> Math.max(a[0], a[1]);
+            case "java/lang/Math.abs(J)J" -> Math.abs(a[0]);
+            case "java/lang/Integer.bitCount(I)I" -> (long) Integer.bitCount((int) a[0]);
+            case "java/lang/Integer.numberOfLeadingZeros(I)I" -> (long) Integer.numberOfLeadingZeros((int) a[0]);
+            case "java/lang/Integer.numberOfTrailingZeros(I)I" -> (long) Integer.numberOfTrailingZeros((int) a[0]);
+            case "java/lang/Long.bitCount(J)I" -> (long) Long.bitCount(a[0]);
+            case "java/lang/Long.numberOfLeadingZeros(J)I" -> (long) Long.numberOfLeadingZeros(a[0]);
+            case "java/lang/Long.numberOfTrailingZeros(J)I" -> (long) Long.numberOfTrailingZeros(a[0]);
+            default -> null;
+        };
     }
 }

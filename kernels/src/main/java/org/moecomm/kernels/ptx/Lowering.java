@@ -282,6 +282,7 @@ final class Lowering {
      * Integer division and remainder. A divisor of -1 is handled apart so that
      * {@code MIN_VALUE / -1 == MIN_VALUE} and {@code MIN_VALUE % -1 == 0}, as on the JVM (PTX
      * leaves the overflow undefined). Division by zero gives an unspecified value (no exception).
+     * A divisor the analysis knows is divided by without {@code div} ({@link ConstantDivision}).
      */
     private void divide(Opcode op, Frame in, Frame out) {
         boolean wide = op == Opcode.LDIV || op == Opcode.LREM;
@@ -289,6 +290,13 @@ final class Lowering {
         String t = wide ? "s64" : "s32";
         String b = wide ? "b64" : "b32";
         String a = top(in, 1);
+        Value divisor = in.peek(0);
+        ConstantDivision plan = divisor.isConstant()
+                ? ConstantDivision.of(wide ? divisor.constant() : divisor.intConstant(), wide) : null;
+        if (plan != null) {
+            plan.emit(f, a, top(out, 0), rem);
+            return;
+        }
         String d = top(in, 0);
         String p = f.pred();
         String q = f.tmp(b);
@@ -552,6 +560,11 @@ final class Lowering {
             if (f.target.smVersion() < intrinsic.minSm()) {
                 throw scope.error(i, intrinsic.javaName() + " needs sm_" + intrinsic.minSm()
                         + " or newer; the target is " + f.target.sm());
+            }
+            if (returns && out.peek(0).isConstant()) {
+                // a launch-geometry value the kernel is compiled for (Kernel.forBlockThreads)
+                mov(out.peek(0).kind(), result, Long.toString(out.peek(0).constant()));
+                return;
             }
             String[] args = new String[nargs];
             for (int k = 0; k < nargs; k++) {

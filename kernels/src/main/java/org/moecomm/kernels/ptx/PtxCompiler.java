@@ -116,7 +116,14 @@ public final class PtxCompiler {
         Scope scope = new Scope(kernel, code, null, -1);
         String entry = entryName(kernel);
         PtxFunction f = new PtxFunction(kernel, target, entry);
-        if (bounds != null) {
+        if (kernel.blockThreads() > 0) {
+            if (kernel.blockThreads() > kernel.maxThreadsPerBlock()) {
+                throw new KernelCompileException("cannot compile kernel " + kernel + " for blocks of "
+                        + kernel.blockThreads() + " threads: its most is " + kernel.maxThreadsPerBlock(),
+                        kernel.owner().getName(), kernel.name(), -1, "block size above the kernel's launch bounds");
+            }
+            f.requiredThreads(kernel.blockThreads(), bounds != null ? bounds.minBlocksPerMultiprocessor() : 0);
+        } else if (bounds != null) {
             f.launchBounds(bounds.maxThreads(), bounds.minBlocksPerMultiprocessor());
         }
         int frame = f.newFrame();

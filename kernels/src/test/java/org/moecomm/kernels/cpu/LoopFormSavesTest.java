@@ -147,10 +147,10 @@ class LoopFormSavesTest {
         Kernel kernel = new Kernel(Kernels.class, "prepared");
         Method method = Kernels.class.getMethod("prepared", KernelContext.class, Buf.class);
         Buf out = Buf.of(arena.allocate(4L * THREADS, 16));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> loops.prepare(kernel, out, 1));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> loops.prepare(kernel, THREADS, out, 1));
         assertTrue(e.getMessage().contains("Kernels.prepared"), e.getMessage());
         assertFalse(CpuKernelRunner.loopFormBuilt(method), "a refused prepare built the loop form");
-        loops.prepare(kernel, out);
+        loops.prepare(kernel, THREADS, out);
         assertTrue(CpuKernelRunner.loopFormBuilt(method), "prepare did not build the loop form");
         loops.launch(kernel, Grid.of(1, THREADS), out);
         for (int t = 0; t < THREADS; t++) {

@@ -99,8 +99,16 @@ class LibraryKernelsTest {
         int[] values = java.util.Arrays.copyOf(DISPATCH_SEND, DISPATCH_SEND.length + 2);
         values[SEND_QUANTIZE_FROM + 1] = 1; // pairNotes: the one-launch dispatch takes its slots in source order
         values[DISPATCH_SEND.length] = 4;
-        Kernel special = specialised(dispatch, values);
+        // as the GPU runner compiles it: for the protocol's blocks of 256 threads too
+        Kernel special = specialised(dispatch, values).forBlockThreads(256);
         PtxKernel k = PtxCompiler.hopper().compile(special);
+        assertTrue(k.ptx().contains(".reqntid 256, 1, 1\n.minnctapersm 2\n"), "compiled for its block size");
+        assertFalse(k.ptx().contains("%ntid.x"), "the block size is a constant");
+        // what is divided by a size the handle or the block fixes is divided by a constant, without
+        // div (ConstantDivision); the divisions left are by a row's team width, by the grid's height
+        // and by m-dependent counts
+        long divisions = k.ptx().lines().filter(l -> l.contains("\tdiv.s") || l.contains("\trem.s")).count();
+        assertTrue(divisions <= 12, divisions + " div and rem instructions");
         for (int position : dispatch.specializedPositions()) {
             assertFalse(k.ptx().contains("[AllToAllKernels_dispatch_param_" + position + "]"),
                     () -> "specialised parameter " + position + " must not be loaded");

@@ -26,6 +26,10 @@ public final class ArithmeticKernels {
     public static final int DOUBLE_RESULTS = 16;
     /** ints written per element by {@link #narrowings}. */
     public static final int NARROW_RESULTS = 20;
+    /** ints written per element by {@link #intConstantDivisions}: a quotient and a remainder per divisor. */
+    public static final int INT_CONSTANT_DIVISION_RESULTS = 38;
+    /** longs written per element by {@link #longConstantDivisions}. */
+    public static final int LONG_CONSTANT_DIVISION_RESULTS = 18;
 
     private ArithmeticKernels() {
     }
@@ -108,6 +112,93 @@ public final class ArithmeticKernels {
         out.setLong(o + 19, Long.bitCount(x) + 100L * Long.numberOfLeadingZeros(x) + 10000L * Long.numberOfTrailingZeros(y));
         out.setLong(o + 20, (x << 40) + (y >> 70) + (x >>> -1));
         out.setLong(o + 21, x * 0x9E3779B97F4A7C15L + (y ^ (y >>> 29)));
+    }
+
+    /**
+     * Int division and remainder by divisors the compiler knows (literals here; a specialised
+     * parameter is the same to it), which it lowers without {@code div}: 1 and -1, powers of two
+     * of either sign up to 2^30, other divisors of either sign by their magic numbers, and
+     * {@code MIN_VALUE} (the generic division). Args: {@code a} int[n]; {@code out}
+     * int[n * INT_CONSTANT_DIVISION_RESULTS]; {@code n}. Include {@code MIN_VALUE}, {@code MAX_VALUE},
+     * 0 and -1 among the inputs.
+     */
+    public static void intConstantDivisions(KernelContext ctx, Buf a, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        int x = a.getInt(i);
+        long o = (long) i * INT_CONSTANT_DIVISION_RESULTS;
+        out.setInt(o, x / 1);
+        out.setInt(o + 1, x % 1);
+        out.setInt(o + 2, x / -1);
+        out.setInt(o + 3, x % -1);
+        out.setInt(o + 4, x / 2);
+        out.setInt(o + 5, x % 2);
+        out.setInt(o + 6, x / -2);
+        out.setInt(o + 7, x % -2);
+        out.setInt(o + 8, x / 8);
+        out.setInt(o + 9, x % 8);
+        out.setInt(o + 10, x / 1024);
+        out.setInt(o + 11, x % 1024);
+        out.setInt(o + 12, x / -4096);
+        out.setInt(o + 13, x % -4096);
+        out.setInt(o + 14, x / (1 << 30));
+        out.setInt(o + 15, x % (1 << 30));
+        out.setInt(o + 16, x / -(1 << 30));
+        out.setInt(o + 17, x % -(1 << 30));
+        out.setInt(o + 18, x / 3);
+        out.setInt(o + 19, x % 3);
+        out.setInt(o + 20, x / -3);
+        out.setInt(o + 21, x % -3);
+        out.setInt(o + 22, x / 7);
+        out.setInt(o + 23, x % 7);
+        out.setInt(o + 24, x / 56);
+        out.setInt(o + 25, x % 56);
+        out.setInt(o + 26, x / 7440);
+        out.setInt(o + 27, x % 7440);
+        out.setInt(o + 28, x / -7440);
+        out.setInt(o + 29, x % -7440);
+        out.setInt(o + 30, x / 1_000_000_007);
+        out.setInt(o + 31, x % 1_000_000_007);
+        out.setInt(o + 32, x / Integer.MAX_VALUE);
+        out.setInt(o + 33, x % Integer.MAX_VALUE);
+        out.setInt(o + 34, x / -Integer.MAX_VALUE);
+        out.setInt(o + 35, x % -Integer.MAX_VALUE);
+        out.setInt(o + 36, x / Integer.MIN_VALUE);
+        out.setInt(o + 37, x % Integer.MIN_VALUE);
+    }
+
+    /**
+     * Long division and remainder by divisors the compiler knows: 1 and -1 and powers of two of
+     * either sign without {@code div}, and (the generic division) 3 and {@code MIN_VALUE}. Args:
+     * {@code a} long[n]; {@code out} long[n * LONG_CONSTANT_DIVISION_RESULTS]; {@code n}.
+     */
+    public static void longConstantDivisions(KernelContext ctx, Buf a, Buf out, int n) {
+        int i = ctx.globalIdx();
+        if (i >= n) {
+            return;
+        }
+        long x = a.getLong(i);
+        long o = (long) i * LONG_CONSTANT_DIVISION_RESULTS;
+        out.setLong(o, x / 1);
+        out.setLong(o + 1, x % 1);
+        out.setLong(o + 2, x / -1);
+        out.setLong(o + 3, x % -1);
+        out.setLong(o + 4, x / 2);
+        out.setLong(o + 5, x % 2);
+        out.setLong(o + 6, x / -2);
+        out.setLong(o + 7, x % -2);
+        out.setLong(o + 8, x / 64);
+        out.setLong(o + 9, x % 64);
+        out.setLong(o + 10, x / (1L << 40));
+        out.setLong(o + 11, x % (1L << 40));
+        out.setLong(o + 12, x / -(1L << 62));
+        out.setLong(o + 13, x % -(1L << 62));
+        out.setLong(o + 14, x / 3);
+        out.setLong(o + 15, x % 3);
+        out.setLong(o + 16, x / Long.MIN_VALUE);
+        out.setLong(o + 17, x % Long.MIN_VALUE);
     }
 
     /**

@@ -46,16 +46,21 @@ public final class GpuKernelRunner implements KernelRunner {
     private static final class Target {
         final int[] positions;
         final Object[] values;
+        final int threads;
         final Kernel kernel;
         Loaded loaded;
 
-        Target(int[] positions, Object[] values, Kernel kernel) {
+        Target(int[] positions, Object[] values, int threads, Kernel kernel) {
             this.positions = positions;
             this.values = values;
+            this.threads = threads;
             this.kernel = kernel;
         }
 
-        boolean matches(Object[] args) {
+        boolean matches(Object[] args, int threads) {
+            if (kernel.blockThreads() != 0 && threads != this.threads) {
+                return false;
+            }
             for (int i = 0; i < positions.length; i++) {
                 int p = positions[i];
                 if (p >= args.length || !values[i].equals(args[p])) {
@@ -197,7 +202,7 @@ public final class GpuKernelRunner implements KernelRunner {
     public int residentBlocks(Kernel kernel, int threads, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         ensureOpen();
-        CudaFunction f = loaded(target(kernel, args == null ? NO_ARGS : args)).function();
+        CudaFunction f = loaded(target(kernel, args == null ? NO_ARGS : args, threads)).function();
         return Math.max(1, f.residentBlocksPerMultiprocessor(threads, 0)) * context.multiprocessorCount();
     }
 
@@ -212,7 +217,7 @@ public final class GpuKernelRunner implements KernelRunner {
         Objects.requireNonNull(grid, "grid");
         ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
-        Loaded l = loaded(target(kernel, arguments));
+        Loaded l = loaded(target(kernel, arguments, grid.threads()));
         kernel.checkThreads(grid, l.maxThreads());
         int n = arguments.length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
@@ -224,24 +229,30 @@ public final class GpuKernelRunner implements KernelRunner {
 
     /**
      * {@code kernel} specialised for the values {@code args} give its {@link org.moecomm.kernels.api.Specialize}d
-     * parameters: the kernel this runner compiles and launches for those arguments.
+     * parameters and, where it has such parameters, for blocks of {@code threads} threads
+     * ({@link Kernel#forBlockThreads}): the kernel this runner compiles and launches for those
+     * arguments and that block size.
      */
-    public Kernel specialize(Kernel kernel, Object... args) {
-        return target(kernel, args).kernel;
+    public Kernel specialize(Kernel kernel, int threads, Object... args) {
+        return target(kernel, args, threads).kernel;
     }
 
-    private Target target(Kernel kernel, Object[] args) {
+    private Target target(Kernel kernel, Object[] args, int threads) {
         Target t = kernel == lastKernel ? lastTarget : specialized.get(kernel);
-        if (t == null || !t.matches(args)) {
+        if (t == null || !t.matches(args, threads)) {
             // a kernel with constants is specialised already
             int[] positions = t != null ? t.positions
                     : kernel.constants().isEmpty() ? kernel.specializedPositions() : NO_POSITIONS;
             Kernel k = kernel.specializedFor(positions, args);
+            if (positions.length > 0) {
+                // compiled per handle: for its launches' block size too (a handle keeps one)
+                k = k.forBlockThreads(threads);
+            }
             Object[] values = new Object[positions.length];
             for (int i = 0; i < positions.length; i++) {
                 values[i] = args[positions[i]];
             }
-            t = new Target(positions, values, k);
+            t = new Target(positions, values, threads, k);
             specialized.put(kernel, t);
         }
         lastKernel = kernel;
@@ -251,10 +262,10 @@ public final class GpuKernelRunner implements KernelRunner {
 
     /** What {@link #launch} with these arguments would compile and load, done now. */
     @Override
-    public void prepare(Kernel kernel, Object... args) {
+    public void prepare(Kernel kernel, int threads, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         ensureOpen();
-        loaded(target(kernel, args == null ? NO_ARGS : args));
+        loaded(target(kernel, args == null ? NO_ARGS : args, threads));
     }
 
     /** The target's loaded module, loading it at its first use (modules stay loaded until close()). */

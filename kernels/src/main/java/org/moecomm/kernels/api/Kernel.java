@@ -45,10 +45,9 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
     /**
      * This kernel compiled for blocks of exactly {@code threads} threads: on the GPU
      * {@link KernelContext#localGroupSizeX()} is that constant in it (what the kernel computes
-     * from it folds: a division by it becomes a shift), and the compiled kernel requires it
-     * ({@code .reqntid}: a launch with another block size fails). GPU runners compile a kernel
-     * with {@link Specialize}d parameters this way, for the block size of its launch. On the JVM
-     * it runs as the kernel does.
+     * from it folds: a division by it becomes a shift), and a launch with another block size is
+     * refused ({@link #checkThreads}). GPU runners compile a kernel with {@link Specialize}d
+     * parameters this way, for the block size of its launch. On the JVM it runs as the kernel does.
      */
     public Kernel forBlockThreads(int threads) {
         if (threads < 1) {
@@ -135,9 +134,14 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
 
     /**
      * Throws when {@code grid}'s blocks have more threads than {@code maxThreadsPerBlock} (this
-     * kernel's {@link #maxThreadsPerBlock()}, which runners look up once per kernel).
+     * kernel's {@link #maxThreadsPerBlock()}, which runners look up once per kernel), or another
+     * number than the kernel is compiled for ({@link #forBlockThreads}).
      */
     public void checkThreads(Grid grid, int maxThreadsPerBlock) {
+        if (blockThreads != 0 && grid.threads() != blockThreads) {
+            throw new IllegalArgumentException("kernel " + this + ": a launch of " + grid.threads()
+                    + " threads per block, but it is compiled for blocks of " + blockThreads);
+        }
         if (grid.threads() > maxThreadsPerBlock) {
             throw new IllegalArgumentException("kernel " + this + ": a launch of " + grid.threads()
                     + " threads per block, above the kernel's most (" + maxThreadsPerBlock

@@ -116,14 +116,15 @@ public final class PtxCompiler {
         Scope scope = new Scope(kernel, code, null, -1);
         String entry = entryName(kernel);
         PtxFunction f = new PtxFunction(kernel, target, entry);
-        if (kernel.blockThreads() > 0) {
-            if (kernel.blockThreads() > kernel.maxThreadsPerBlock()) {
-                throw new KernelCompileException("cannot compile kernel " + kernel + " for blocks of "
-                        + kernel.blockThreads() + " threads: its most is " + kernel.maxThreadsPerBlock(),
-                        kernel.owner().getName(), kernel.name(), -1, "block size above the kernel's launch bounds");
-            }
-            f.requiredThreads(kernel.blockThreads(), bounds != null ? bounds.minBlocksPerMultiprocessor() : 0);
-        } else if (bounds != null) {
+        if (kernel.blockThreads() > kernel.maxThreadsPerBlock()) {
+            throw new KernelCompileException("cannot compile kernel " + kernel + " for blocks of "
+                    + kernel.blockThreads() + " threads: its most is " + kernel.maxThreadsPerBlock(),
+                    kernel.owner().getName(), kernel.name(), -1, "block size above the kernel's launch bounds");
+        }
+        // Only @LaunchBounds sets a directive, also for a kernel compiled for one block size: a
+        // .reqntid where there was none would change ptxas's register budget (combine recv took 56
+        // registers for 32 and half the resident blocks); Kernel.checkThreads keeps its launches at that size.
+        if (bounds != null) {
             f.launchBounds(bounds.maxThreads(), bounds.minBlocksPerMultiprocessor());
         }
         int frame = f.newFrame();

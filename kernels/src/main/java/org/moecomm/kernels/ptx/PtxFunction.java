@@ -44,14 +44,6 @@ final class PtxFunction {
         directives = ".maxntid " + maxThreads + ", 1, 1\n.minnctapersm " + minBlocks + "\n";
     }
 
-    /**
-     * The kernel runs in blocks of exactly {@code threads} threads ({@code .reqntid}, which PTX
-     * allows instead of {@code .maxntid}), at least {@code minBlocks} per multiprocessor when not 0.
-     */
-    void requiredThreads(int threads, int minBlocks) {
-        directives = ".reqntid " + threads + ", 1, 1\n" + (minBlocks > 0 ? ".minnctapersm " + minBlocks + "\n" : "");
-    }
-
     /** A new number for an inlined copy of a method (0 is the kernel itself). */
     int newFrame() {
         return frames++;

@@ -102,7 +102,7 @@ class LibraryKernelsTest {
         // as the GPU runner compiles it: for the protocol's blocks of 256 threads too
         Kernel special = specialised(dispatch, values).forBlockThreads(256);
         PtxKernel k = PtxCompiler.hopper().compile(special);
-        assertTrue(k.ptx().contains(".reqntid 256, 1, 1\n.minnctapersm 2\n"), "compiled for its block size");
+        assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "its launch bounds, as before");
         assertFalse(k.ptx().contains("%ntid.x"), "the block size is a constant");
         // what is divided by a size the handle or the block fixes is divided by a constant, without
         // div (ConstantDivision); the divisions left are by a row's team width, by the grid's height

@@ -217,8 +217,9 @@ public final class GpuKernelRunner implements KernelRunner {
         Objects.requireNonNull(grid, "grid");
         ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
-        Loaded l = loaded(target(kernel, arguments, grid.threads()));
-        kernel.checkThreads(grid, l.maxThreads());
+        Target t = target(kernel, arguments, grid.threads());
+        Loaded l = loaded(t);
+        t.kernel.checkThreads(grid, l.maxThreads());
         int n = arguments.length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);

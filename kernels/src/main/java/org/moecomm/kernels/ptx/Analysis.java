@@ -541,14 +541,8 @@ final class Analysis {
                 || scope.onStack(callee)) {
             return null; // the lowering names what is wrong with it
         }
-        Value[] locals = new Value[Math.max(callee.maxLocals, 1)];
-        int slot = 0;
-        for (int k = 0; k < nargs; k++) {
-            Value v = in.peek(nargs - 1 - k);
-            locals[slot] = v;
-            slot += v.kind().slots;
-        }
-        Analysis an = new Analysis(new Scope(scope.kernel, callee, scope, -1), classes, new Frame(locals, new Value[0]));
+        Analysis an = new Analysis(new Scope(scope.kernel, callee, scope, -1), classes,
+                in.calleeEntry(nargs, callee.maxLocals));
         Long constant = null;
         for (int i = 0; i < callee.size(); i++) {
             if (an.before[i] != null && callee.insn(i) instanceof ReturnInstruction) {

@@ -22,16 +22,17 @@ package org.moecomm.kernels.ptx;
  * Returns no plan (the generic division stays) for 0, the width's {@code MIN_VALUE}, and long
  * divisors that are not plus or minus a power of two.
  *
- * <p>{@link #quotient(int)} and {@link #quotient(long)} run a plan's steps in Java, as the PTX
- * runs them: the tests compare them with the JVM's division.
+ * <p>{@link #quotient(int)} and {@link #quotient(long)} (and the remainders) run a plan's steps in
+ * Java: the tests compare them with the JVM's division, and the GPU check the emitted PTX
+ * ({@code CompiledKernelsGpuTest}, {@code ArithmeticKernels}' constant divisions).
  *
  * @param divisor the constant
  * @param wide a long division
  * @param shift {@code k} of a power of two, or the magic number's post-shift
- * @param magic the magic number (int plans of {@link Kind#MAGIC} only)
+ * @param magic the magic number (int plans of {@link Form#MAGIC} only)
  */
-record ConstantDivision(Kind kind, long divisor, boolean wide, int shift, int magic) {
-    enum Kind {
+record ConstantDivision(Form form, long divisor, boolean wide, int shift, int magic) {
+    enum Form {
         /** Divisor 1 or -1. */
         UNIT,
         /** Divisor plus or minus {@code 2^shift}, {@code shift >= 1}. */
@@ -47,11 +48,11 @@ record ConstantDivision(Kind kind, long divisor, boolean wide, int shift, int ma
             return null;
         }
         if (divisor == 1 || divisor == -1) {
-            return new ConstantDivision(Kind.UNIT, divisor, wide, 0, 0);
+            return new ConstantDivision(Form.UNIT, divisor, wide, 0, 0);
         }
         long magnitude = Math.abs(divisor);
         if (Long.bitCount(magnitude) == 1) {
-            return new ConstantDivision(Kind.POWER_OF_TWO, divisor, wide, Long.numberOfTrailingZeros(magnitude), 0);
+            return new ConstantDivision(Form.POWER_OF_TWO, divisor, wide, Long.numberOfTrailingZeros(magnitude), 0);
         }
         if (wide) {
             return null;
@@ -89,7 +90,7 @@ record ConstantDivision(Kind kind, long divisor, boolean wide, int shift, int ma
             delta = ad - r2;
         } while (q1 < delta || (q1 == delta && r1 == 0));
         int m = (int) (q2 + 1);
-        return new ConstantDivision(Kind.MAGIC, d, false, p - 32, d < 0 ? -m : m);
+        return new ConstantDivision(Form.MAGIC, d, false, p - 32, d < 0 ? -m : m);
     }
 
     /**
@@ -100,7 +101,7 @@ record ConstantDivision(Kind kind, long divisor, boolean wide, int shift, int ma
         String s = wide ? "s64" : "s32";
         String b = wide ? "b64" : "b32";
         int bits = wide ? 64 : 32;
-        switch (kind) {
+        switch (form) {
             case UNIT -> {
                 if (remainder) {
                     f.op("mov." + b + " " + result + ", 0");
@@ -149,58 +150,57 @@ record ConstantDivision(Kind kind, long divisor, boolean wide, int shift, int ma
                     f.op("add.s32 " + result + ", " + q + ", " + negative);
                 }
             }
-            default -> throw new IllegalStateException(kind.toString());
+            default -> throw new IllegalStateException(form.toString());
         }
     }
 
-    /** {@code n / divisor} by this (int) plan's steps, as its PTX computes it. */
+    /**
+     * {@code n / divisor} by this int plan's steps. A move, a negation or a power of two computes
+     * as the long plan does on the sign-extended dividend (the same value; the emitted PTX does it
+     * in 32 bits); a magic number as its PTX does.
+     */
     int quotient(int n) {
-        return switch (kind) {
-            case UNIT -> divisor == 1 ? n : -n;
-            case POWER_OF_TWO -> {
-                int biased = n + ((n >> 31) >>> (32 - shift));
-                yield divisor > 0 ? biased >> shift : -(biased >> shift);
-            }
-            case MAGIC -> {
-                int q = (int) (((long) n * magic) >> 32);
-                if (divisor > 0 && magic < 0) {
-                    q += n;
-                } else if (divisor < 0 && magic > 0) {
-                    q -= n;
-                }
-                q >>= shift;
-                yield q + (q >>> 31);
-            }
-        };
+        if (form != Form.MAGIC) {
+            return (int) quotient((long) n);
+        }
+        int q = (int) (((long) n * magic) >> 32);
+        if (divisor > 0 && magic < 0) {
+            q += n;
+        } else if (divisor < 0 && magic > 0) {
+            q -= n;
+        }
+        q >>= shift;
+        return q + (q >>> 31);
     }
 
-    /** {@code n % divisor} by this (int) plan's steps. */
+    /** {@code n % divisor} by this int plan's steps. */
     int remainder(int n) {
-        return switch (kind) {
-            case UNIT -> 0;
-            case POWER_OF_TWO -> n - ((n + ((n >> 31) >>> (32 - shift))) & -(1 << shift));
-            case MAGIC -> n - quotient(n) * (int) divisor;
-        };
+        return form != Form.MAGIC ? (int) remainder((long) n) : n - quotient(n) * (int) divisor;
     }
 
-    /** {@code n / divisor} by this (long) plan's steps. */
+    /** {@code n / divisor} by this plan's steps, in 64 bits (not for a magic number). */
     long quotient(long n) {
-        return switch (kind) {
+        return switch (form) {
             case UNIT -> divisor == 1 ? n : -n;
             case POWER_OF_TWO -> {
-                long biased = n + ((n >> 63) >>> (64 - shift));
-                yield divisor > 0 ? biased >> shift : -(biased >> shift);
+                long q = biased(n) >> shift;
+                yield divisor > 0 ? q : -q;
             }
-            case MAGIC -> throw new IllegalStateException("no long magic plans");
+            case MAGIC -> throw new IllegalStateException("an int plan");
         };
     }
 
-    /** {@code n % divisor} by this (long) plan's steps. */
+    /** {@code n % divisor} by this plan's steps, in 64 bits (not for a magic number). */
     long remainder(long n) {
-        return switch (kind) {
+        return switch (form) {
             case UNIT -> 0;
-            case POWER_OF_TWO -> n - ((n + ((n >> 63) >>> (64 - shift))) & -(1L << shift));
-            case MAGIC -> throw new IllegalStateException("no long magic plans");
+            case POWER_OF_TWO -> n - (biased(n) & -(1L << shift));
+            case MAGIC -> throw new IllegalStateException("an int plan");
         };
+    }
+
+    /** {@code n} plus {@code 2^shift - 1} where it is negative: rounds the shift toward zero. */
+    private long biased(long n) {
+        return n + ((n >> 63) >>> (64 - shift));
     }
 }

@@ -20,6 +20,21 @@ final class Frame {
         return stack.length;
     }
 
+    /**
+     * The state at the entry of a static callee of {@code maxLocals} local slots whose {@code nargs}
+     * arguments are the top of this stack: the arguments in its first slots, an empty stack.
+     */
+    Frame calleeEntry(int nargs, int maxLocals) {
+        Value[] calleeLocals = new Value[Math.max(maxLocals, 1)];
+        int slot = 0;
+        for (int k = 0; k < nargs; k++) {
+            Value v = peek(nargs - 1 - k);
+            calleeLocals[slot] = v;
+            slot += v.kind().slots;
+        }
+        return new Frame(calleeLocals, new Value[0]);
+    }
+
     /** The entry {@code fromTop} below the top (0 = top). */
     Value peek(int fromTop) {
         return stack[stack.length - 1 - fromTop];

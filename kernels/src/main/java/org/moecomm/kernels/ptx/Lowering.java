@@ -562,7 +562,8 @@ final class Lowering {
                         + " or newer; the target is " + f.target.sm());
             }
             if (returns && out.peek(0).isConstant()) {
-                // a launch-geometry value the kernel is compiled for (Kernel.forBlockThreads)
+                // the analysis knows the value: the block size the kernel is compiled for
+                // (Kernel.forBlockThreads), or a pure intrinsic of constants (Math.min, ...)
                 mov(out.peek(0).kind(), result, Long.toString(out.peek(0).constant()));
                 return;
             }
@@ -599,17 +600,10 @@ final class Lowering {
         if (scope.depth() > 64) {
             throw scope.error(i, "calls nested more than 64 deep");
         }
-        Value[] locals = new Value[Math.max(callee.maxLocals, 1)];
-        int slot = 0;
-        for (int k = 0; k < nargs; k++) {
-            Value v = in.peek(nargs - 1 - k);
-            locals[slot] = v;
-            slot += v.kind().slots;
-        }
-        Analysis calleeAnalysis = LoopUnrolling.analyse(calleeScope, classes, new Frame(locals, new Value[0]));
+        Analysis calleeAnalysis = LoopUnrolling.analyse(calleeScope, classes, in.calleeEntry(nargs, callee.maxLocals));
         int calleeFrame = f.newFrame();
         f.comment("inlined " + what + desc);
-        slot = 0;
+        int slot = 0;
         for (int k = 0; k < nargs; k++) {
             Value v = in.peek(nargs - 1 - k);
             if (v.kind().hasRegister()) {

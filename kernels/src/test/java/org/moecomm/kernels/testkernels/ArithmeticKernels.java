@@ -26,10 +26,10 @@ public final class ArithmeticKernels {
     public static final int DOUBLE_RESULTS = 16;
     /** ints written per element by {@link #narrowings}. */
     public static final int NARROW_RESULTS = 20;
-    /** ints written per element by {@link #intConstantDivisions}: a quotient and a remainder per divisor. */
+    /** ints written per element by {@link #constantDivisions}: a quotient and a remainder per int divisor. */
     public static final int INT_CONSTANT_DIVISION_RESULTS = 38;
-    /** longs written per element by {@link #longConstantDivisions}. */
-    public static final int LONG_CONSTANT_DIVISION_RESULTS = 18;
+    /** longs written per element by {@link #constantDivisions}: the same per long divisor. */
+    public static final int LONG_CONSTANT_DIVISION_RESULTS = 10;
 
     private ArithmeticKernels() {
     }
@@ -115,90 +115,60 @@ public final class ArithmeticKernels {
     }
 
     /**
-     * Int division and remainder by divisors the compiler knows (literals here; a specialised
-     * parameter is the same to it), which it lowers without {@code div}: 1 and -1, powers of two
-     * of either sign up to 2^30, other divisors of either sign by their magic numbers, and
-     * {@code MIN_VALUE} (the generic division). Args: {@code a} int[n]; {@code out}
-     * int[n * INT_CONSTANT_DIVISION_RESULTS]; {@code n}. Include {@code MIN_VALUE}, {@code MAX_VALUE},
-     * 0 and -1 among the inputs.
+     * Division and remainder by divisors the compiler knows (literals, reaching the division
+     * through an inlined helper's parameter as a specialised parameter does), which it lowers
+     * without {@code div}: for ints 1 and -1, powers of two of either sign up to 2^30, other
+     * divisors of either sign by their magic numbers, and {@code MIN_VALUE} (the generic
+     * division); for longs 1, -1 and powers of two of either sign, and 3 (the generic division).
+     * Args: {@code ints} int[n], {@code longs} long[n]; {@code intOut} int[n *
+     * INT_CONSTANT_DIVISION_RESULTS], {@code longOut} long[n * LONG_CONSTANT_DIVISION_RESULTS];
+     * {@code n}. Include {@code MIN_VALUE}, {@code MAX_VALUE}, 0 and -1 among the inputs.
      */
-    public static void intConstantDivisions(KernelContext ctx, Buf a, Buf out, int n) {
+    public static void constantDivisions(KernelContext ctx, Buf ints, Buf longs, Buf intOut, Buf longOut, int n) {
         int i = ctx.globalIdx();
         if (i >= n) {
             return;
         }
-        int x = a.getInt(i);
+        int x = ints.getInt(i);
         long o = (long) i * INT_CONSTANT_DIVISION_RESULTS;
-        out.setInt(o, x / 1);
-        out.setInt(o + 1, x % 1);
-        out.setInt(o + 2, x / -1);
-        out.setInt(o + 3, x % -1);
-        out.setInt(o + 4, x / 2);
-        out.setInt(o + 5, x % 2);
-        out.setInt(o + 6, x / -2);
-        out.setInt(o + 7, x % -2);
-        out.setInt(o + 8, x / 8);
-        out.setInt(o + 9, x % 8);
-        out.setInt(o + 10, x / 1024);
-        out.setInt(o + 11, x % 1024);
-        out.setInt(o + 12, x / -4096);
-        out.setInt(o + 13, x % -4096);
-        out.setInt(o + 14, x / (1 << 30));
-        out.setInt(o + 15, x % (1 << 30));
-        out.setInt(o + 16, x / -(1 << 30));
-        out.setInt(o + 17, x % -(1 << 30));
-        out.setInt(o + 18, x / 3);
-        out.setInt(o + 19, x % 3);
-        out.setInt(o + 20, x / -3);
-        out.setInt(o + 21, x % -3);
-        out.setInt(o + 22, x / 7);
-        out.setInt(o + 23, x % 7);
-        out.setInt(o + 24, x / 56);
-        out.setInt(o + 25, x % 56);
-        out.setInt(o + 26, x / 7440);
-        out.setInt(o + 27, x % 7440);
-        out.setInt(o + 28, x / -7440);
-        out.setInt(o + 29, x % -7440);
-        out.setInt(o + 30, x / 1_000_000_007);
-        out.setInt(o + 31, x % 1_000_000_007);
-        out.setInt(o + 32, x / Integer.MAX_VALUE);
-        out.setInt(o + 33, x % Integer.MAX_VALUE);
-        out.setInt(o + 34, x / -Integer.MAX_VALUE);
-        out.setInt(o + 35, x % -Integer.MAX_VALUE);
-        out.setInt(o + 36, x / Integer.MIN_VALUE);
-        out.setInt(o + 37, x % Integer.MIN_VALUE);
+        divideInt(intOut, o, x, 1);
+        divideInt(intOut, o + 2, x, -1);
+        divideInt(intOut, o + 4, x, 2);
+        divideInt(intOut, o + 6, x, -2);
+        divideInt(intOut, o + 8, x, 8);
+        divideInt(intOut, o + 10, x, 1024);
+        divideInt(intOut, o + 12, x, -4096);
+        divideInt(intOut, o + 14, x, 1 << 30);
+        divideInt(intOut, o + 16, x, -(1 << 30));
+        divideInt(intOut, o + 18, x, 3);
+        divideInt(intOut, o + 20, x, -3);
+        divideInt(intOut, o + 22, x, 7);
+        divideInt(intOut, o + 24, x, 56);
+        divideInt(intOut, o + 26, x, 7440);
+        divideInt(intOut, o + 28, x, -7440);
+        divideInt(intOut, o + 30, x, 1_000_000_007);
+        divideInt(intOut, o + 32, x, Integer.MAX_VALUE);
+        divideInt(intOut, o + 34, x, -Integer.MAX_VALUE);
+        divideInt(intOut, o + 36, x, Integer.MIN_VALUE);
+        long y = longs.getLong(i);
+        long p = (long) i * LONG_CONSTANT_DIVISION_RESULTS;
+        divideLong(longOut, p, y, 1);
+        divideLong(longOut, p + 2, y, -1);
+        divideLong(longOut, p + 4, y, 64);
+        divideLong(longOut, p + 6, y, -(1L << 62));
+        divideLong(longOut, p + 8, y, 3);
     }
 
-    /**
-     * Long division and remainder by divisors the compiler knows: 1 and -1 and powers of two of
-     * either sign without {@code div}, and (the generic division) 3 and {@code MIN_VALUE}. Args:
-     * {@code a} long[n]; {@code out} long[n * LONG_CONSTANT_DIVISION_RESULTS]; {@code n}.
-     */
-    public static void longConstantDivisions(KernelContext ctx, Buf a, Buf out, int n) {
-        int i = ctx.globalIdx();
-        if (i >= n) {
-            return;
-        }
-        long x = a.getLong(i);
-        long o = (long) i * LONG_CONSTANT_DIVISION_RESULTS;
-        out.setLong(o, x / 1);
-        out.setLong(o + 1, x % 1);
-        out.setLong(o + 2, x / -1);
-        out.setLong(o + 3, x % -1);
-        out.setLong(o + 4, x / 2);
-        out.setLong(o + 5, x % 2);
-        out.setLong(o + 6, x / -2);
-        out.setLong(o + 7, x % -2);
-        out.setLong(o + 8, x / 64);
-        out.setLong(o + 9, x % 64);
-        out.setLong(o + 10, x / (1L << 40));
-        out.setLong(o + 11, x % (1L << 40));
-        out.setLong(o + 12, x / -(1L << 62));
-        out.setLong(o + 13, x % -(1L << 62));
-        out.setLong(o + 14, x / 3);
-        out.setLong(o + 15, x % 3);
-        out.setLong(o + 16, x / Long.MIN_VALUE);
-        out.setLong(o + 17, x % Long.MIN_VALUE);
+    /** {@code x / d} and {@code x % d} to {@code out[at]} and {@code out[at + 1]}. */
+    static void divideInt(Buf out, long at, int x, int d) {
+        out.setInt(at, x / d);
+        out.setInt(at + 1, x % d);
+    }
+
+    /** {@code x / d} and {@code x % d} to {@code out[at]} and {@code out[at + 1]}. */
+    static void divideLong(Buf out, long at, long x, long d) {
+        out.setLong(at, x / d);
+        out.setLong(at + 1, x % d);
     }
 
     /**

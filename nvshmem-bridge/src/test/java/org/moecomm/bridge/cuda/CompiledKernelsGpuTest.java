@@ -124,12 +124,10 @@ class CompiledKernelsGpuTest {
         put(m, c, "longOps", () -> List.of(KernelCase.of(c, "longOps", cover(n, T))
                 .longs("a", TestData.longs(n, 13)).longs("b", TestData.longs(n, 14))
                 .out("out", 8L * n * ArithmeticKernels.LONG_RESULTS).arg(n)));
-        put(m, c, "intConstantDivisions", () -> List.of(KernelCase.of(c, "intConstantDivisions", cover(n, T))
-                .ints("a", TestData.ints(n, 48))
-                .out("out", 4L * n * ArithmeticKernels.INT_CONSTANT_DIVISION_RESULTS).arg(n)));
-        put(m, c, "longConstantDivisions", () -> List.of(KernelCase.of(c, "longConstantDivisions", cover(n, T))
-                .longs("a", TestData.longs(n, 49))
-                .out("out", 8L * n * ArithmeticKernels.LONG_CONSTANT_DIVISION_RESULTS).arg(n)));
+        put(m, c, "constantDivisions", () -> List.of(KernelCase.of(c, "constantDivisions", cover(n, T))
+                .ints("ints", TestData.ints(n, 48)).longs("longs", TestData.longs(n, 49))
+                .out("intOut", 4L * n * ArithmeticKernels.INT_CONSTANT_DIVISION_RESULTS)
+                .out("longOut", 8L * n * ArithmeticKernels.LONG_CONSTANT_DIVISION_RESULTS).arg(n)));
         put(m, c, "floatOps", () -> List.of(KernelCase.of(c, "floatOps", cover(n, T))
                 .floats("a", TestData.floats(n, 15)).floats("b", TestData.floats(n, 16))
                 .out("out", 4L * n * ArithmeticKernels.FLOAT_RESULTS).arg(n).floatNaNsEqual("out")));

@@ -6,8 +6,8 @@ package org.moecomm.kernels.ptx;
  * {@code lrem}: the quotient rounded toward zero, the remainder with the dividend's sign), without
  * PTX's {@code div} or {@code rem}. ptxas expands a {@code div.s32} whose divisor sits in a register
  * into its generic sequence (a float reciprocal, about 20 dependent instructions) before it
- * propagates the constant: a specialised kernel divided by 1 that way (Nsight Compute counted 233
- * such sequences in one 1-token dispatch, docs/benchmarks.md).
+ * propagates the constant, even a divisor of 1 (Nsight Compute counted 233 such sequences in one
+ * 1-token dispatch of specialised kernels, docs/benchmarks.md).
  *
  * <ul>
  *   <li>{@code 1} and {@code -1}: a move or a negation ({@code MIN_VALUE / -1 == MIN_VALUE}, as
@@ -26,6 +26,7 @@ package org.moecomm.kernels.ptx;
  * Java: the tests compare them with the JVM's division, and the GPU check the emitted PTX
  * ({@code CompiledKernelsGpuTest}, {@code ArithmeticKernels}' constant divisions).
  *
+ * @param form which of the three above
  * @param divisor the constant
  * @param wide a long division
  * @param shift {@code k} of a power of two, or the magic number's post-shift

@@ -510,7 +510,7 @@ final class Analysis {
             return in.popPush(nargs, Value.constant(Kind.INT, scope.kernel.blockThreads()));
         }
         Long folded = intrinsic != null ? foldPureCall(owner + "." + name + desc, in, nargs)
-                : returnedConstant(owner, name, desc, in, nargs);
+                : returnedConstant(i, owner, name, desc, in, nargs);
         if (folded != null) {
             return in.popPush(nargs, Value.constant(Kind.ofDescriptor(ret), folded));
         }
@@ -521,13 +521,14 @@ final class Analysis {
     static final int MAX_FOLDED_CALLEE = 96;
 
     /**
-     * The constant a small static int or long method returns for these arguments (some of them
-     * constants), found by analysing its inlined copy; null when it returns anything else. A
+     * The constant a small static int or long method called at instruction {@code i} returns for
+     * these arguments (some of them constants), found by analysing its inlined copy; null when it
+     * returns anything else. A
      * helper such as {@code copyWidth(threads)} or {@code pairsPerRow(...)} then folds where it
      * is called, and what the caller divides by it divides by a constant. The call itself is still
      * inlined (its effects are kept).
      */
-    private Long returnedConstant(String owner, String name, String desc, Frame in, int nargs) {
+    private Long returnedConstant(int i, String owner, String name, String desc, Frame in, int nargs) {
         boolean anyConstant = nargs == 0;
         for (int k = 0; k < nargs; k++) {
             anyConstant |= in.peek(k).isConstant();
@@ -541,12 +542,12 @@ final class Analysis {
                 || scope.onStack(callee)) {
             return null; // the lowering names what is wrong with it
         }
-        Analysis an = new Analysis(new Scope(scope.kernel, callee, scope, -1), classes,
+        Analysis an = new Analysis(new Scope(scope.kernel, callee, scope, i), classes,
                 in.calleeEntry(nargs, callee.maxLocals));
         Long constant = null;
-        for (int i = 0; i < callee.size(); i++) {
-            if (an.before[i] != null && callee.insn(i) instanceof ReturnInstruction) {
-                Value v = an.before[i].peek(0);
+        for (int r = 0; r < callee.size(); r++) {
+            if (an.before[r] != null && callee.insn(r) instanceof ReturnInstruction) {
+                Value v = an.before[r].peek(0);
                 if (!v.isConstant() || (constant != null && !constant.equals(v.constant()))) {
                     return null;
                 }

@@ -58,10 +58,9 @@ try:
             n = number(r[ei])
             if n > 0:
                 print("%8d %5d %s %s" % (n, number(r[wi]), r[0], r[si]))
-                op = r[si].split()[0] if r[si].split() else '?'
-                if op.startswith('@'):  # a predicate: the opcode follows
-                    op = r[si].split()[1] if len(r[si].split()) > 1 else '?'
-                ops[op.split('.')[0]] = ops.get(op.split('.')[0], 0) + n
+                words = [w for w in r[si].split() if not w.startswith('@')] or ['?']  # past a predicate
+                op = words[0].split('.')[0]
+                ops[op] = ops.get(op, 0) + n
         print("== by opcode")
         for op, n in sorted(ops.items(), key=lambda x: -x[1]):
             print("%8d %5.1f%% %s" % (n, 100 * n / (total or 1), op))

@@ -504,12 +504,8 @@ final class Analysis {
                     len.intConstant(), intrinsic.javaName() + "(" + len.intConstant() + ") at " + code.where(k)));
             return in.popPush(nargs, Value.array(a));
         }
-        if (intrinsic != null && scope.kernel.blockThreads() > 0
-                && owner.equals("org/moecomm/kernels/api/KernelContext") && name.equals("localGroupSizeX")) {
-            // compiled for one block size: a constant, and what is computed from it folds
-            return in.popPush(nargs, Value.constant(Kind.INT, scope.kernel.blockThreads()));
-        }
-        Long folded = intrinsic != null ? foldPureCall(owner + "." + name + desc, in, nargs)
+        Long folded = intrinsic != null
+                ? Intrinsics.constantValue(scope.kernel, owner, name, desc, constantArguments(in, nargs))
                 : returnedConstant(i, owner, name, desc, in, nargs);
         if (folded != null) {
             return in.popPush(nargs, Value.constant(Kind.ofDescriptor(ret), folded));
@@ -557,13 +553,8 @@ final class Analysis {
         return constant;
     }
 
-    /**
-     * The value of a call of a pure {@code java.lang} intrinsic (min, max, abs, bit counts) whose
-     * arguments are all constants, computed as the JVM does; null for any other call. A size the
-     * handle fixes reaches the kernel through {@code Math.min} and the like ({@code min(WARP, threads)}):
-     * folded, what is divided by it divides by a constant ({@link ConstantDivision}).
-     */
-    private static Long foldPureCall(String call, Frame in, int nargs) {
+    /** The top {@code nargs} stack values in argument order, ints as their long values; null unless all are constants. */
+    private static long[] constantArguments(Frame in, int nargs) {
         long[] a = new long[nargs];
         for (int k = 0; k < nargs; k++) {
             Value v = in.peek(nargs - 1 - k);
@@ -572,20 +563,6 @@ final class Analysis {
             }
             a[k] = v.kind() == Kind.INT ? v.intConstant() : v.constant();
         }
-        return switch (call) {
-            case "java/lang/Math.min(II)I" -> (long) Math.min((int) a[0], (int) a[1]);
-            case "java/lang/Math.max(II)I" -> (long) Math.max((int) a[0], (int) a[1]);
-            case "java/lang/Math.abs(I)I" -> (long) Math.abs((int) a[0]);
-            case "java/lang/Math.min(JJ)J" -> Math.min(a[0], a[1]);
-            case "java/lang/Math.max(JJ)J" -> Math.max(a[0], a[1]);
-            case "java/lang/Math.abs(J)J" -> Math.abs(a[0]);
-            case "java/lang/Integer.bitCount(I)I" -> (long) Integer.bitCount((int) a[0]);
-            case "java/lang/Integer.numberOfLeadingZeros(I)I" -> (long) Integer.numberOfLeadingZeros((int) a[0]);
-            case "java/lang/Integer.numberOfTrailingZeros(I)I" -> (long) Integer.numberOfTrailingZeros((int) a[0]);
-            case "java/lang/Long.bitCount(J)I" -> (long) Long.bitCount(a[0]);
-            case "java/lang/Long.numberOfLeadingZeros(J)I" -> (long) Long.numberOfLeadingZeros(a[0]);
-            case "java/lang/Long.numberOfTrailingZeros(J)I" -> (long) Long.numberOfTrailingZeros(a[0]);
-            default -> null;
-        };
+        return a;
     }
 }

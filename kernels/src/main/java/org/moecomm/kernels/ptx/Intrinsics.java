@@ -61,6 +61,41 @@ final class Intrinsics {
         return LAST_ARGUMENT_BITS.getOrDefault(owner + "." + name + descriptor, 32);
     }
 
+    /**
+     * The value a call of intrinsic {@code owner.name descriptor} has at compile time, or null:
+     * {@code localGroupSizeX()} in a kernel compiled for one block size
+     * ({@link org.moecomm.kernels.api.Kernel#forBlockThreads}), and the pure {@code java.lang} ones
+     * (min, max, abs, bit counts) of constant arguments ({@code args}, ints as their long values;
+     * null when not all are constants), computed as the JVM does. A size the handle or the block
+     * fixes reaches a kernel through them ({@code min(WARP, threads)}): folded, what is divided by
+     * it is divided by a constant ({@link ConstantDivision}).
+     */
+    static Long constantValue(org.moecomm.kernels.api.Kernel kernel, String owner, String name, String descriptor,
+                              long[] args) {
+        String call = owner + "." + name + descriptor;
+        if (call.equals(CTX + ".localGroupSizeX()I")) {
+            return kernel.blockThreads() > 0 ? Long.valueOf(kernel.blockThreads()) : null;
+        }
+        if (args == null) {
+            return null;
+        }
+        return switch (call) {
+            case "java/lang/Math.min(II)I" -> (long) Math.min((int) args[0], (int) args[1]);
+            case "java/lang/Math.max(II)I" -> (long) Math.max((int) args[0], (int) args[1]);
+            case "java/lang/Math.abs(I)I" -> (long) Math.abs((int) args[0]);
+            case "java/lang/Math.min(JJ)J" -> Math.min(args[0], args[1]);
+            case "java/lang/Math.max(JJ)J" -> Math.max(args[0], args[1]);
+            case "java/lang/Math.abs(J)J" -> Math.abs(args[0]);
+            case "java/lang/Integer.bitCount(I)I" -> (long) Integer.bitCount((int) args[0]);
+            case "java/lang/Integer.numberOfLeadingZeros(I)I" -> (long) Integer.numberOfLeadingZeros((int) args[0]);
+            case "java/lang/Integer.numberOfTrailingZeros(I)I" -> (long) Integer.numberOfTrailingZeros((int) args[0]);
+            case "java/lang/Long.bitCount(J)I" -> (long) Long.bitCount(args[0]);
+            case "java/lang/Long.numberOfLeadingZeros(J)I" -> (long) Long.numberOfLeadingZeros(args[0]);
+            case "java/lang/Long.numberOfTrailingZeros(J)I" -> (long) Long.numberOfTrailingZeros(args[0]);
+            default -> null;
+        };
+    }
+
     private static void readsLowBitsOfLastArgument(String owner, String name, String descriptor, int bits) {
         LAST_ARGUMENT_BITS.put(owner + "." + name + descriptor, bits);
     }

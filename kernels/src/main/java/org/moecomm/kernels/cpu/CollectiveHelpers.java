@@ -52,12 +52,13 @@ public final class CollectiveHelpers {
     }
 
     /**
-     * {@code MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width)}: a team of
-     * {@code width} threads copies {@code pieces} 16-byte pieces, lane {@code lane} those at
-     * {@code lane, lane + width, ...}. The team's first member copies all of them, as one
+     * {@code MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, shift)}: a team of
+     * {@code width = 2^shift} threads copies {@code pieces} 16-byte pieces, lane {@code lane} those
+     * at {@code lane, lane + width, ...}. The team's first member copies all of them, as one
      * {@link MemorySegment#copy}.
      */
-    public static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+    public static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int shift) {
+        int width = 1 << shift;
         // a team of one lane (every team of a block of one thread) has nobody to meet in the ledger
         if (width != 1 || lane != 0) {
             LoopBlock block = LoopBlock.running();
@@ -81,8 +82,8 @@ public final class CollectiveHelpers {
      * per lane on the GPU, which a loop block's bulk copy does not need; so the same team copy.
      */
     public static void copyPiecesDeep(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane,
-                                      int width) {
-        copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
+                                      int shift) {
+        copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, shift);
     }
 
     /** One lane's share of copyPieces, piece by piece: a call that describes no team. */

@@ -54,8 +54,8 @@ final class Substitutions {
     private static final String BUF = "Lorg/moecomm/kernels/api/Buf;";
 
     static final List<Entry> ENTRIES = List.of(
-            new Entry(MOE, "copyPieces", "(" + BUF + "J" + BUF + "JIII)V", "26d1b755"),
-            new Entry(MOE, "copyPiecesDeep", "(" + BUF + "J" + BUF + "JIII)V", "d5223e03"),
+            new Entry(MOE, "copyPieces", "(" + BUF + "J" + BUF + "JIII)V", "04ffc82d"),
+            new Entry(MOE, "copyPiecesDeep", "(" + BUF + "J" + BUF + "JIII)V", "cf4d794b"),
             new Entry(MOE, "reduceSlice", "(III" + BUF + BUF + BUF + BUF + "IIII)V", "9f82de7f"));
 
     private static final Map<String, Entry> BY_KEY = new HashMap<>();

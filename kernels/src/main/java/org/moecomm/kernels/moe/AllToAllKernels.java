@@ -613,8 +613,7 @@ public final class AllToAllKernels {
         int expert = ctx.groupIdx();
         // read before the waits (a local count, final since dispatch receive): its load overlaps them
         int n = MoeKernels.clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
-        int warpWidth = MoeKernels.copyWidth(threads);
-        int warps = threads / warpWidth;
+        int warps = threads >> MoeKernels.copyShift(threads);
         int firstStripe = ctx.groupIdy() * warps;
         // A block without rows (most of them in decode: a token's K pairs among L experts) writes
         // nothing and signals nothing, so it does not wait for the peers' combine-done either.
@@ -635,10 +634,11 @@ public final class AllToAllKernels {
         // Stripes of one slot per warp as in MoeKernels.gather; teams of warps share a stripe's rows.
         for (int stripe = firstStripe; stripe < n; stripe += stripeStep) {
             int rows = MoeKernels.min(warps, n - stripe);
-            int width = MoeKernels.teamWidth(threads, rows);
-            int team = tid / width;
-            int lane = tid - team * width;
-            for (int j = team; j < rows && team < threads / width; j += threads / width) {
+            int shift = MoeKernels.teamShift(threads, rows);
+            int team = tid >> shift;
+            int lane = tid & ((1 << shift) - 1);
+            int teams = threads >> shift;
+            for (int j = team; j < rows && team < teams; j += teams) {
                 long row = firstRow + stripe + j;
                 int origin = expertOrigin.getInt(row);
                 int g = origin / pairsPerRegion;
@@ -655,10 +655,10 @@ public final class AllToAllKernels {
                             offsetsRow(peerOffsets, OFFSETS_COMBINE_RECV, worldSize));
                     if (mode == PEER_DIRECT) {
                         MoeKernels.copyPieces(peerRecv, recvRow * pieces, expertY, row * pieces, pieces, lane,
-                                width);
+                                shift);
                     } else if (!staged) {
                         MoeKernels.copyPieces(combineSend, (long) origin * pieces, expertY, row * pieces, pieces, lane,
-                                width);
+                                shift);
                         staged = true;
                     }
                 }
@@ -668,7 +668,7 @@ public final class AllToAllKernels {
             // the staged rows written (and visible to a network adapter) before the puts read them
             ctx.systemFence();
             ctx.localBarrier();
-            int warp = tid / warpWidth;
+            int warp = tid >> MoeKernels.WARP_SHIFT; // the hardware's warp: the put is a warp's collective
             if (warp < warps) { // one warp per row's put
                 for (int slot = firstStripe + warp; slot < n; slot += stripeStep) {
                     int origin = expertOrigin.getInt(firstRow + slot);

@@ -13,8 +13,8 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p>Launch with {@link #THREADS} threads per block; any block size from 1 to
  * {@link #MAX_THREADS} works (the scans keep one entry per thread in shared memory).
- * Rows are copied by teams of whole warps ({@link #teamWidth}: one warp per row when a block has
- * many, the whole block on a decode block's one row) with 16-byte copies, so
+ * Rows are copied by teams of whole warps, a power of two wide ({@link #teamShift}: one warp per row
+ * when a block has many, the whole block on a decode block's one row) with 16-byte copies, so
  * token byte counts ({@code xBytes}, {@code yBytes}) and {@code rowBytes} must be multiples
  * of 16 (they are: H % 16 == 0). A quantising dispatch's tokens and scales are written by
  * {@link #finishShare} instead (eight threads per block of 128 values).
@@ -63,7 +63,8 @@ public final class MoeKernels {
     /** Longs of x (four 16-bit values each) one of them loads per block: 4, so 16 values. */
     static final int QUANT_LOADS = SCALE_BLOCK / (4 * QUANT_LANES);
 
-    private static final int WARP = KernelContext.WARP_SIZE;
+    /** log2 of {@link KernelContext#WARP_SIZE} (32). */
+    static final int WARP_SHIFT = 5;
 
     private MoeKernels() {
     }
@@ -496,23 +497,23 @@ public final class MoeKernels {
     /**
      * Phase 2 of a scatter: teams of warps copy the listed pairs' rows ({@code copyRow}: rows of
      * {@code dispatchRecv}) with their scales to {@code expertX[copyExpert][copySlot]}; a decode
-     * round's few pairs are spread over all the warps ({@link #teamWidth}) rather than left to one
+     * round's few pairs are spread over all the warps ({@link #teamShift}) rather than left to one
      * warp each. An entry whose slot is negative is skipped (no slot: invalid input).
      */
     static void copyListed(KernelContext ctx, Buf dispatchRecv, Buf expertX, Buf expertXScale, int copies,
                            int[] copySlot, int[] copyExpert, int[] copyRow, int capacity, int xBytes,
                            int scalesPerToken, int rowBytes) {
         int threads = ctx.localGroupSizeX();
-        int width = teamWidth(threads, copies);
-        int team = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - team * width;
-        int teams = threads / width;
+        int shift = teamShift(threads, copies);
+        int team = ctx.localIdx() >> shift;
+        int lane = ctx.localIdx() & ((1 << shift) - 1);
+        int teams = threads >> shift;
         if (team < teams) {
             for (int c = team; c < copies; c += teams) {
                 int slot = copySlot[c];
                 if (slot >= 0) {
                     copyRowToExpert(dispatchRecv, expertX, expertXScale, copyRow[c], (long) copyExpert[c] * capacity + slot,
-                            lane, width, xBytes, scalesPerToken, rowBytes);
+                            lane, shift, xBytes, scalesPerToken, rowBytes);
                 }
             }
         }
@@ -558,7 +559,7 @@ public final class MoeKernels {
      * {@code expertY[l][slot]} to {@code combineSend} row {@code expertOrigin[l][slot]} for
      * every {@code slot < expertNumTokens[l]}. The {@code chunks} blocks of an expert take
      * stripes of one slot per warp in turn (block y: stripes {@code y, y + chunks, ...}); the warps
-     * share a stripe's rows in teams ({@link #teamWidth}), so a stripe of fewer rows than warps,
+     * share a stripe's rows in teams ({@link #teamShift}), so a stripe of fewer rows than warps,
      * as in decode, still keeps every warp copying.
      */
     public static void gather(KernelContext ctx, Buf expertY, Buf expertNumTokens, Buf expertOrigin, Buf combineSend,
@@ -566,18 +567,19 @@ public final class MoeKernels {
         int threads = ctx.localGroupSizeX();
         int expert = ctx.groupIdx();
         int n = clamp(expertNumTokens.getInt(expert), 0, expertCapacity);
-        int warps = threads / copyWidth(threads);
+        int warps = threads >> copyShift(threads);
         int pieces = yBytes >> 4;
         long firstRow = (long) expert * expertCapacity;
         for (int stripe = ctx.groupIdy() * warps; stripe < n; stripe += ctx.numGroupsY() * warps) {
             int rows = min(warps, n - stripe);
-            int width = teamWidth(threads, rows);
-            int team = ctx.localIdx() / width;
-            int lane = ctx.localIdx() - team * width;
-            for (int j = team; j < rows && team < threads / width; j += threads / width) {
+            int shift = teamShift(threads, rows);
+            int team = ctx.localIdx() >> shift;
+            int lane = ctx.localIdx() & ((1 << shift) - 1);
+            int teams = threads >> shift;
+            for (int j = team; j < rows && team < teams; j += teams) {
                 long row = firstRow + stripe + j;
                 copyPieces(combineSend, (long) expertOrigin.getInt(row) * pieces, expertY, row * pieces, pieces, lane,
-                        width);
+                        shift);
             }
         }
     }
@@ -886,7 +888,7 @@ public final class MoeKernels {
     }
 
     /**
-     * pack's copy of rows {@code [lo, hi)} of the chunk (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamWidth}) take them in turn; a
+     * pack's copy of rows {@code [lo, hi)} of the chunk (its ids {@code chunkIds[idsBase]} on): teams of warps ({@link #teamShift}) take them in turn; a
      * team copies the token in 16-byte pieces, the scales in 4-byte words and writes the meta, zeroing all padding.
      * When quantising ({@code quantizeFrom >= 0}) only the meta: {@link #finishShare} writes token and scales.
      */
@@ -895,10 +897,11 @@ public final class MoeKernels {
                                int lo, int hi, long firstRow, int xBytes, int scalesPerToken, int topK,
                                int firstExpert, int rowBytes, int quantizeFrom) {
         int threads = ctx.localGroupSizeX();
-        int width = teamWidth(threads, hi - lo);
-        int team = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - team * width;
-        int teams = threads / width;
+        int shift = teamShift(threads, hi - lo);
+        int width = 1 << shift;
+        int team = ctx.localIdx() >> shift;
+        int lane = ctx.localIdx() & (width - 1);
+        int teams = threads >> shift;
         int pieces = quantizeFrom < 0 ? xBytes >> 4 : 0;
         int scaleOffset = align16(xBytes);
         int scaleWords = align16(4 * scalesPerToken) >> 2;
@@ -916,7 +919,7 @@ public final class MoeKernels {
                 // the lane's first scale is loaded before the token's pieces, so both are in flight
                 // together: a decode row costs one round trip to memory, not one more for its scales
                 int laneScale = lane < scalesPerToken && copiedScaleWords > 0 ? xScale.getInt(firstScale + lane) : 0;
-                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, width);
+                copyPiecesDeep(dispatchSend, dstPiece, x, srcPiece, pieces, lane, shift);
                 long scaleWord = (rowByte + scaleOffset) >> 2;
                 for (int i = lane; i < copiedScaleWords; i += width) {
                     int bits = laneScale;
@@ -1145,9 +1148,13 @@ public final class MoeKernels {
         }
     }
 
-    /** scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one team of {@code width} threads. */
+    /**
+     * scatter's copy of one received row's token (16-byte pieces) and scales (4-byte words) by one
+     * team of {@code 2^shift} threads.
+     */
     static void copyRowToExpert(Buf dispatchRecv, Buf expertX, Buf expertXScale, long srcRow, long dstRow,
-                                int lane, int width, int xBytes, int scalesPerToken, int rowBytes) {
+                                int lane, int shift, int xBytes, int scalesPerToken, int rowBytes) {
+        int width = 1 << shift;
         int pieces = xBytes >> 4;
         long srcByte = srcRow * rowBytes;
         long srcPiece = srcByte >> 4;
@@ -1156,27 +1163,29 @@ public final class MoeKernels {
         long dstWord = dstRow * scalesPerToken;
         // the lane's first scale in flight with the token's pieces (one round trip for both)
         int laneScale = lane < scalesPerToken ? dispatchRecv.getInt(srcWord + lane) : 0;
-        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, width);
+        copyPieces(expertX, dstPiece, dispatchRecv, srcPiece, pieces, lane, shift);
         for (int i = lane; i < scalesPerToken; i += width) {
             expertXScale.setInt(dstWord + i, i == lane ? laneScale : dispatchRecv.getInt(srcWord + i));
         }
     }
 
     /**
-     * A team of {@code width} threads (lane {@code lane}) copies {@code pieces} 16-byte pieces
+     * A team of {@code 2^shift} threads (lane {@code lane}) copies {@code pieces} 16-byte pieces
      * from {@code src} (from piece {@code srcPiece}) to {@code dst} (from {@code dstPiece}), up to
      * four per lane and step, loads first ({@link Buf#copy16xN}): a row of a few kilobytes costs
      * a quarter of the round trips to memory of one piece at a time, and a remainder of fewer
-     * than four per lane costs one more, not one per piece.
+     * than four per lane costs one more, not one per piece. The width is a power of two so that
+     * the remainder's pieces per lane are a shift, not a division.
      */
-    static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+    static void copyPieces(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int shift) {
+        int width = 1 << shift;
         int i = lane;
         // whole groups of four unpredicated (measured faster than copy16xN for them), the rest predicated
         for (; i + 3 * width < pieces; i += 4 * width) {
             dst.copy16x4(dstPiece + i, src, srcPiece + i, width);
         }
         if (i < pieces) {
-            dst.copy16xN(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
+            dst.copy16xN(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) >> shift);
         }
     }
 
@@ -1187,26 +1196,31 @@ public final class MoeKernels {
      * It costs 32 registers, which the kernels that call it can spare at two blocks per SM
      * ({@code @LaunchBounds}); scatter and gather, sized for more resident blocks, keep four.
      */
-    static void copyPiecesDeep(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width) {
+    static void copyPiecesDeep(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int shift) {
+        int width = 1 << shift;
         int i = lane;
         for (; i + 7 * width < pieces; i += 8 * width) {
             dst.copy16x8(dstPiece + i, src, srcPiece + i, width);
         }
         if (i < pieces) {
-            dst.copy16x8N(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) / width);
+            dst.copy16x8N(dstPiece + i, src, srcPiece + i, width, (pieces - i + width - 1) >> shift);
         }
     }
 
     /**
-     * Threads per team when a block copies {@code items} rows, one team per row at a time: whole
-     * warps, as many per team as keep every warp busy. Many rows give one warp per row; a decode
-     * block's one or two rows are each spread over several warps, so the copy takes one or two
-     * round trips to memory instead of the seven of one warp on a 14 KB row while the others wait.
+     * log2 of the threads per team when a block copies {@code items} rows, one team per row at a
+     * time: whole warps, as many per team as keep every warp busy. Many rows give one warp per row;
+     * a decode block's one or two rows are each spread over several warps, so the copy takes one or
+     * two round trips to memory instead of the seven of one warp on a 14 KB row while the others
+     * wait. A power of two (the most warps that fit the rows, of the block's whole warps rounded
+     * down to a power of two), so that a thread's team, lane and share are shifts and masks: a
+     * division is dozens of dependent instructions on the GPU, and {@code items} is known only
+     * at run time. Threads past the last whole team ({@code threads >> shift} of them) only wait.
      */
-    static int teamWidth(int threads, int items) {
-        int width = copyWidth(threads);
-        int warps = threads / width;
-        return width * (warps / clamp(items, 1, warps));
+    static int teamShift(int threads, int items) {
+        int warpShift = copyShift(threads);
+        int warpsShift = log2(threads) - warpShift;
+        return warpShift + max(0, warpsShift - ceilLog2(items));
     }
 
     /** Byte offset of the meta within a dispatch row: after the token and its scales, each padded to 16. */
@@ -1224,9 +1238,22 @@ public final class MoeKernels {
         return (row * rowBytes + metaOffset) >> 2;
     }
 
-    /** Threads that copy one row together: a warp, or the whole block when it is smaller. */
-    static int copyWidth(int threads) {
-        return min(WARP, threads);
+    /**
+     * log2 of the threads that copy one row together: a warp, or in a block of fewer threads the
+     * most that are a power of two.
+     */
+    static int copyShift(int threads) {
+        return min(WARP_SHIFT, log2(threads));
+    }
+
+    /** {@code floor(log2(v))} for {@code v >= 1}. */
+    static int log2(int v) {
+        return 31 - Integer.numberOfLeadingZeros(v);
+    }
+
+    /** {@code ceil(log2(v))} for {@code v >= 1}; 0 for {@code v <= 1}. */
+    static int ceilLog2(int v) {
+        return v <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(v - 1);
     }
 
     /**

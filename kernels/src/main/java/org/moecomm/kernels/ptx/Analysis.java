@@ -520,7 +520,7 @@ final class Analysis {
      * The constant a small static int or long method called at instruction {@code i} returns for
      * these arguments (some of them constants), found by analysing its inlined copy; null when it
      * returns anything else. A
-     * helper such as {@code copyWidth(threads)} or {@code pairsPerRow(...)} then folds where it
+     * helper such as {@code copyShift(threads)} or {@code pairsPerRow(...)} then folds where it
      * is called, and what the caller divides by it divides by a constant. The call itself is still
      * inlined (its effects are kept).
      */

@@ -72,7 +72,8 @@ class CollectiveHelpersTest {
             long bytes = Math.max(16, 16L * rows * pieces * 2);
             Kernel k = new Kernel(CollectiveCallKernels.class, "teamCopy");
             for (int deep = 0; deep <= 1; deep++) { // copyPieces, then copyPiecesDeep
-                compare(k, Grid.of(blocks, threads), seed, new long[]{bytes, bytes}, rows, pieces, width, deep);
+                compare(k, Grid.of(blocks, threads), seed, new long[]{bytes, bytes}, rows, pieces,
+                        Integer.numberOfTrailingZeros(width), deep);
             }
         }
     }
@@ -130,9 +131,9 @@ class CollectiveHelpersTest {
         try (Arena arena = Arena.ofShared()) {
             Buf dst = Buf.allocate(arena, 64 * 16 * 4);
             Buf src = Buf.allocate(arena, 64 * 16 * 4);
-            THREADS.launch(k, Grid.of(1, 64), dst, src, 4, 32); // lane 0 copies its own pieces only
+            THREADS.launch(k, Grid.of(1, 64), dst, src, 4, 5); // teams of 32: lane 0 copies its own pieces only
             KernelExecutionException e = assertThrows(KernelExecutionException.class,
-                    () -> LOOPS.launch(k, Grid.of(1, 64), dst, src, 4, 32));
+                    () -> LOOPS.launch(k, Grid.of(1, 64), dst, src, 4, 5));
             assertInstanceOf(IllegalStateException.class, e.getCause());
             assertTrue(e.getCause().getMessage().contains("every member of a team"), e.getCause().getMessage());
         }

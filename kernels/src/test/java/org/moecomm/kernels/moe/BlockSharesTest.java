@@ -35,6 +35,39 @@ class BlockSharesTest {
         }
     }
 
+    /**
+     * A row team ({@link MoeKernels#teamShift}) is a power of two of whole warps (of the block's
+     * threads, when fewer than a warp), fits in the block, and is as wide as the block's warps
+     * allow for its rows: the most warps per row of a power of two that still gives every row a
+     * team, or one warp per row when the rows outnumber them. For blocks of a power of two warps
+     * this is the width of whole warps split evenly ({@code warps / rows} warps per team).
+     */
+    @Test
+    void rowTeamsAreThePowerOfTwoOfWarpsThatFitsTheRows() {
+        for (int threads = 1; threads <= MoeKernels.MAX_THREADS; threads++) {
+            int copyWidth = 1 << MoeKernels.copyShift(threads);
+            assertEquals(Math.min(32, Integer.highestOneBit(threads)), copyWidth, threads + " threads");
+            int wholeWarps = Integer.highestOneBit(threads / copyWidth);
+            for (int rows = 0; rows <= 2 * MoeKernels.MAX_THREADS / 32 + 1; rows++) {
+                String at = threads + " threads, " + rows + " rows";
+                int width = 1 << MoeKernels.teamShift(threads, rows);
+                int teams = threads / width;
+                assertTrue(width % copyWidth == 0 && width <= threads, at + ": width " + width);
+                int warpsPerTeam = width / copyWidth;
+                if (rows <= wholeWarps) {
+                    assertTrue(teams >= rows, at + ": " + teams + " teams");
+                    assertTrue(warpsPerTeam * 2 * Math.max(rows, 1) > wholeWarps, at + ": teams could be wider");
+                } else {
+                    assertEquals(copyWidth, width, at);
+                }
+                if (Integer.bitCount(threads / 32) == 1 && threads % 32 == 0 && rows >= 1) {
+                    int warps = threads / 32;
+                    assertEquals(32 * Integer.highestOneBit(warps / Math.min(rows, warps)), width, at);
+                }
+            }
+        }
+    }
+
     @Test
     void theDoneSharesOfAGridSumToOneRoundWhateverItsSize() {
         for (int blocks : new int[] {1, 2, 3, 7, 64, 1000, 1 << 20}) {

@@ -13,39 +13,39 @@ public final class CollectiveCallKernels {
     }
 
     /**
-     * Teams of {@code width} threads copy {@code rows} rows of {@code pieces} 16-byte pieces, rows
+     * Teams of {@code 2^shift} threads copy {@code rows} rows of {@code pieces} 16-byte pieces, rows
      * {@code r} of src to rows {@code rows - 1 - r} of dst, twice: before and after a barrier
      * (the second time from dst to src's second half), with copyPiecesDeep when {@code deep != 0}.
      */
-    public static void teamCopy(KernelContext ctx, Buf dst, Buf src, int rows, int pieces, int width, int deep) {
+    public static void teamCopy(KernelContext ctx, Buf dst, Buf src, int rows, int pieces, int shift, int deep) {
         int threads = ctx.localGroupSizeX();
-        int team = ctx.localIdx() / width;
-        int lane = ctx.localIdx() - team * width;
-        int teams = threads / width;
+        int team = ctx.localIdx() >> shift;
+        int lane = ctx.localIdx() & ((1 << shift) - 1);
+        int teams = threads >> shift;
         for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
-            copy(dst, (long) (rows - 1 - r) * pieces, src, (long) r * pieces, pieces, lane, width, deep);
+            copy(dst, (long) (rows - 1 - r) * pieces, src, (long) r * pieces, pieces, lane, shift, deep);
         }
         ctx.localBarrier();
         for (int r = team + ctx.groupIdx() * teams; r < rows && team < teams; r += teams * ctx.numGroupsX()) {
-            copy(src, (long) (rows + r) * pieces, dst, (long) (rows - 1 - r) * pieces, pieces, lane, width, deep);
+            copy(src, (long) (rows + r) * pieces, dst, (long) (rows - 1 - r) * pieces, pieces, lane, shift, deep);
         }
     }
 
     /** MoeKernels.copyPiecesDeep when {@code deep != 0}, else copyPieces. */
-    static void copy(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int width, int deep) {
+    static void copy(Buf dst, long dstPiece, Buf src, long srcPiece, int pieces, int lane, int shift, int deep) {
         if (deep != 0) {
-            MoeKernels.copyPiecesDeep(dst, dstPiece, src, srcPiece, pieces, lane, width);
+            MoeKernels.copyPiecesDeep(dst, dstPiece, src, srcPiece, pieces, lane, shift);
         } else {
-            MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, width);
+            MoeKernels.copyPieces(dst, dstPiece, src, srcPiece, pieces, lane, shift);
         }
     }
 
     /** Only lane 0 of each team calls copyPieces: it copies its own pieces, no more. */
-    public static void laneZeroCopy(KernelContext ctx, Buf dst, Buf src, int pieces, int width) {
-        int lane = ctx.localIdx() % width;
+    public static void laneZeroCopy(KernelContext ctx, Buf dst, Buf src, int pieces, int shift) {
+        int lane = ctx.localIdx() & ((1 << shift) - 1);
         if (lane == 0) {
             MoeKernels.copyPieces(dst, (long) ctx.localIdx() * pieces, src, (long) ctx.localIdx() * pieces, pieces,
-                    lane, width);
+                    lane, shift);
         }
     }
 

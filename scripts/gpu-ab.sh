@@ -20,8 +20,8 @@
 # a change to the device functions can be compared in one session like a change to the jars.
 # Environment: AB_WORLDS (default 4) the worlds of the phase runs; AB_CHECK=1 first runs the whole
 # GPU check (scripts/gpu-nvshmem-check.sh, tests included) with the bundle's own jars.
-# Prints each run's graph-replay rows (phases) or kernel rows; exit status 0 unless the bridge did
-# not build.
+# Prints each run's graph-replay rows (phases) or kernel rows (scripts/ab-table.py tabulates the runs
+# of a call from ab.tgz); exit status 0 unless the bridge did not build.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

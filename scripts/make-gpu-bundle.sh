@@ -5,8 +5,10 @@
 #   lib/           every module's jar and every jar they need at run time        } made by Maven:
 #   tests/         every module's test jar (the roots the test launcher scans)    } the profile
 #   tools/         junit-platform-console-standalone (the build's JUnit launcher) } gpu-bundle
-#   jre.tgz        that profile's jlink runtime of the JDK 25, packed here (jre.txz with BUNDLE_JRE_XZ=1:
-#                  about a third smaller, several minutes slower to make); scripts/gpu-check.sh unpacks it
+#   jre.txz        that profile's jlink runtime of the JDK 25, packed here with xz on every core (jre.tgz,
+#                  gzip, with BUNDLE_JRE_XZ=0: a third larger, and with the variants of an A/B call and
+#                  the tracked files it no longer fits in what may be carried); scripts/gpu-check.sh
+#                  unpacks either
 #   twins/         twins.ptx: the CUDA C++ twins of the kernels, built with nvcc (scripts/build-twins-ptx.sh)
 #   nvshmem-jni/   the NVSHMEM bridge's JNI glue and the JDK's jni.h, from which the GPU machine builds
 #                  the bridge (scripts/gpu-nvshmem-build.sh prepare)
@@ -16,7 +18,7 @@
 # Environment:
 #   BUNDLE_SKIP_BUILD=1                        bundle the jars installed by the last build (scripts/install.sh)
 #   BUNDLE_EXTRA_MODULES=jdk.jfr               more JDK modules for the runtime (comma-separated)
-#   BUNDLE_JRE_XZ=1                            pack the runtime with xz instead of gzip
+#   BUNDLE_JRE_XZ=0                            pack the runtime with gzip instead of xz
 #   BUNDLE_SKIP_TWINS=1                        do not build twins/twins.ptx (the kernel benchmark's CUDA C++ twins)
 #   MAVEN_ARGS="-o"                            extra Maven arguments (offline, say)
 # Then, on the GPU machine, with .gpu-carry in the repository root: `bash scripts/gpu-nvshmem-check.sh`.
@@ -49,10 +51,11 @@ mkdir -p "$out"
 cp -r "$made/lib" "$made/tests" "$made/tools" "$out/"
 
 step "packing the Java runtime"
-jre_ext=tgz
-tar_flag=-z
-if [ "${BUNDLE_JRE_XZ:-0}" = 1 ]; then jre_ext=txz; tar_flag=-J; fi
-tar -C "$made" "$tar_flag" -cf "$out/jre.$jre_ext" jre
+jre_ext=txz
+tar_flag=-J
+if [ "${BUNDLE_JRE_XZ:-1}" = 0 ]; then jre_ext=tgz; tar_flag=-z; fi
+rm -f "$out/jre.tgz" "$out/jre.txz"
+XZ_OPT="${XZ_OPT:--T0}" tar -C "$made" "$tar_flag" -cf "$out/jre.$jre_ext" jre
 
 # ---- CUDA C++ twins for the kernel benchmark (scripts/build-twins-ptx.sh) -------------------------
 # twins/twins.ptx: benchmarks/src/main/cuda/twins.cu compiled here with nvcc -ptx -arch=sm_90a, so the
@@ -95,5 +98,5 @@ tree_kib=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 du -ck 2>/dev/nu
 carried_kib=$(( tree_kib + $(du -sk "$out" | cut -f1) ))
 if [ "$carried_kib" -gt $(( 60 * 1024 )) ]; then
   echo "warning: the bundle and the tracked files take $(( carried_kib / 1024 )) MiB, near or past the 64 MiB" \
-       "that may be carried; with BUNDLE_JRE_XZ=1 the runtime is about a third smaller" >&2
+       "that may be carried: leave fewer variants, or large results out of the tracked files" >&2
 fi

@@ -1215,7 +1215,7 @@ public final class MoeKernels {
      * wait. A power of two (the most warps that fit the rows, of the block's whole warps rounded
      * down to a power of two), so that a thread's team, lane and share are shifts and masks: a
      * division is dozens of dependent instructions on the GPU, and {@code items} is known only
-     * at run time. Threads past the last whole team ({@code threads >> shift} of them) only wait.
+     * at run time. A block has {@code threads >> shift} whole teams; threads past them only wait.
      */
     static int teamShift(int threads, int items) {
         int warpShift = copyShift(threads);

@@ -13,7 +13,8 @@ import org.moecomm.kernels.ptx.PtxCompiler;
 /**
  * How the round kernels split work among blocks without 64-bit division: the tokens of a
  * dispatch send block ({@link MoeKernels#splitPoint}) and a combine recv block's share of
- * combine-done ({@link AllToAllKernels#doneShare}).
+ * combine-done ({@link AllToAllKernels#doneShare}); and a block's threads among the rows it
+ * copies without any division ({@link MoeKernels#teamShift}).
  */
 class BlockSharesTest {
 

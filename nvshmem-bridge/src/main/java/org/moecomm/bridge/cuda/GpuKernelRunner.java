@@ -46,19 +46,18 @@ public final class GpuKernelRunner implements KernelRunner {
     private static final class Target {
         final int[] positions;
         final Object[] values;
-        final int threads;
         final Kernel kernel;
         Loaded loaded;
 
-        Target(int[] positions, Object[] values, int threads, Kernel kernel) {
+        Target(int[] positions, Object[] values, Kernel kernel) {
             this.positions = positions;
             this.values = values;
-            this.threads = threads;
             this.kernel = kernel;
         }
 
+        /** Whether this target is the kernel for {@code args} in blocks of {@code threads} threads. */
         boolean matches(Object[] args, int threads) {
-            if (kernel.blockThreads() != 0 && threads != this.threads) {
+            if (kernel.blockThreads() != 0 && threads != kernel.blockThreads()) {
                 return false;
             }
             for (int i = 0; i < positions.length; i++) {
@@ -253,7 +252,7 @@ public final class GpuKernelRunner implements KernelRunner {
             for (int i = 0; i < positions.length; i++) {
                 values[i] = args[positions[i]];
             }
-            t = new Target(positions, values, threads, k);
+            t = new Target(positions, values, k);
             specialized.put(kernel, t);
         }
         lastKernel = kernel;

@@ -46,6 +46,8 @@ public final class AllToAllProtocol implements MoeAllToAll {
     static final Kernel DISPATCH_RECV = new Kernel(AllToAllKernels.class, "dispatchRecv");
     static final Kernel COMBINE_SEND = new Kernel(AllToAllKernels.class, "combineSend");
     static final Kernel COMBINE_RECV = new Kernel(AllToAllKernels.class, "combineRecv");
+    /** Combine recv with more registers per thread, for a grid the device holds at once ({@link #combineRecvKernel}). */
+    static final Kernel COMBINE_RECV_RESIDENT = new Kernel(AllToAllKernels.class, "combineRecvResident");
     /** Dispatch send and the source-order dispatch recv in one launch ({@link #dispatch}). */
     static final Kernel DISPATCH = new Kernel(AllToAllKernels.class, "dispatch");
 
@@ -131,6 +133,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
     private final Grid dispatchGrid;
     private final Grid combineSendGrid;
     private final Grid combineRecvGrid;
+    /**
+     * {@link #COMBINE_RECV_RESIDENT} where every block of {@link #combineRecvGrid} is resident
+     * with its register budget (decode handles), else {@link #COMBINE_RECV}.
+     */
+    private final Kernel combineRecvKernel;
 
     private Phase phase = Phase.IDLE;
     /** What failed the handle (phase FAILED), for the later calls' exceptions. */
@@ -224,6 +231,11 @@ public final class AllToAllProtocol implements MoeAllToAll {
         int hiddenBlocks = Math.max(1, Math.min((reduceBlocks + tokenBlocks - 1) / tokenBlocks,
                 (config.hidden() / MoeKernels.REDUCE_QUAD + threads - 1) / threads));
         this.combineRecvGrid = Grid.of(tokenBlocks, hiddenBlocks, threads);
+        // A grid of one wave is latency-bound: each thread's registers, not the blocks a
+        // multiprocessor holds, bound its reads in flight (docs/benchmarks.md, "Combine recv's register budget").
+        this.combineRecvKernel = (long) tokenBlocks * hiddenBlocks
+                <= runner.residentBlocks(COMBINE_RECV_RESIDENT, threads, combineRecvArgs(dummy, numTokens, dummy))
+                ? COMBINE_RECV_RESIDENT : COMBINE_RECV;
         if ((long) tokenBlocks * hiddenBlocks > AllToAllKernels.DONE_PER_ROUND) {
             // each block's share of a round's combine-done must be at least 1 (AllToAllKernels.doneShare)
             throw new IllegalStateException("combine recv grid " + combineRecvGrid + " exceeds "
@@ -236,12 +248,12 @@ public final class AllToAllProtocol implements MoeAllToAll {
             runner.prepare(DISPATCH, threads, dispatchArgs(dummy, dummy, dummy, numTokens, -1, dummy, dummy, dummy));
         }
         runner.prepare(COMBINE_SEND, threads, combineSendArgs(dummy, dummy));
-        runner.prepare(COMBINE_RECV, threads, combineRecvArgs(dummy, numTokens, dummy));
+        runner.prepare(combineRecvKernel, threads, combineRecvArgs(dummy, numTokens, dummy));
 
         LOG.info("rank {} created handle: {}; symmetric {} bytes per rank, local {} bytes; {} of {} peers by puts;"
-                + " dispatch recv slots {}; dispatch in {}", rank, config, layout.symmetricBytes(), layout.localBytes(),
-                puts, ws, orderedSlots != 0 ? "in source order" : "counted",
-                dispatchGrid != null ? "one launch" : "two launches");
+                + " dispatch recv slots {}; dispatch in {}; combine recv {}", rank, config, layout.symmetricBytes(),
+                layout.localBytes(), puts, ws, orderedSlots != 0 ? "in source order" : "counted",
+                dispatchGrid != null ? "one launch" : "two launches", combineRecvKernel.name());
         if (LOG.isDebugEnabled()) {
             // the kernels' resident blocks as loaded (on a GPU: with the device functions linked in)
             LOG.debug("rank {} grids (resident blocks): dispatch send {} ({}), dispatch recv {} ({}), combine send {} ({}),"
@@ -249,7 +261,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
                     dispatchSendGrid, runner.residentBlocks(DISPATCH_SEND, threads, dispatchSendArgs(dummy, dummy, dummy, numTokens, -1)),
                     dispatchRecvGrid, runner.residentBlocks(DISPATCH_RECV, threads, dispatchRecvArgs(dummy, dummy, dummy)),
                     combineSendGrid, runner.residentBlocks(COMBINE_SEND, threads, combineSendArgs(dummy, dummy)),
-                    combineRecvGrid, runner.residentBlocks(COMBINE_RECV, threads, combineRecvArgs(dummy, numTokens, dummy)));
+                    combineRecvGrid, runner.residentBlocks(combineRecvKernel, threads, combineRecvArgs(dummy, numTokens, dummy)));
         }
     }
 
@@ -373,6 +385,15 @@ public final class AllToAllProtocol implements MoeAllToAll {
      */
     public boolean dispatchesInOneLaunch() {
         return dispatchGrid != null;
+    }
+
+    /**
+     * The kernel this handle's {@link #combineRecv} launches: {@code combineRecvResident} where its
+     * whole grid is resident with that kernel's larger register budget (decode sizes), else
+     * {@code combineRecv}.
+     */
+    public Kernel combineRecvKernel() {
+        return combineRecvKernel;
     }
 
     /** The phase this handle is in (which call it accepts next). */
@@ -629,7 +650,7 @@ public final class AllToAllProtocol implements MoeAllToAll {
         long t0 = System.nanoTime();
         validator.combineOutput(weights, out, m);
         work(Phase.IDLE, () -> {
-            runner.launch(COMBINE_RECV, combineRecvGrid, combineRecvArgs(weights.buf(), countBuf, out.buf()));
+            runner.launch(combineRecvKernel, combineRecvGrid, combineRecvArgs(weights.buf(), countBuf, out.buf()));
             if (LOG.isDebugEnabled()) {
                 LOG.debug("rank {} round {} combineRecv: m={} issued in {}us", rank, round, m,
                         micros(System.nanoTime() - t0));

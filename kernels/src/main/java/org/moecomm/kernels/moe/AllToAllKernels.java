@@ -740,6 +740,29 @@ public final class AllToAllKernels {
         }
     }
 
+    /** Blocks per multiprocessor {@link #combineRecvResident}'s register budget is for. */
+    public static final int COMBINE_RECV_RESIDENT_BLOCKS = 4;
+
+    /**
+     * {@link #combineRecv} with a register budget of its own: {@link #COMBINE_RECV_RESIDENT_BLOCKS}
+     * blocks of {@link MoeKernels#MAX_THREADS} threads per multiprocessor, where ptxas gives
+     * combineRecv itself a budget for eight (deepseek-v3: 56 registers against 32), so that a thread
+     * keeps more of a token's row reads in flight. The protocol launches it where its whole grid is
+     * resident at once (decode handles: a grid of one wave, whose blocks are latency-bound);
+     * a larger grid runs combineRecv, of which a multiprocessor holds twice the blocks
+     * (docs/benchmarks.md, "Combine recv's register budget").
+     */
+    @LaunchBounds(maxThreads = MoeKernels.MAX_THREADS, minBlocksPerMultiprocessor = COMBINE_RECV_RESIDENT_BLOCKS)
+    public static void combineRecvResident(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
+                                           Buf numTokens, Buf out, Buf signals, Buf state, Buf peerModes,
+                                           Buf peerOffsets, Buf errors, long timeoutNanos, int waitTag, int rank,
+                                           @Specialize int worldSize, @Specialize int numGroups,
+                                           @Specialize int hidden, @Specialize int maxTokens, @Specialize int topK,
+                                           @Specialize int yDtype, @Specialize int outDtype) {
+        combineRecv(ctx, combineRecv, pairLocation, weights, numTokens, out, signals, state, peerModes, peerOffsets,
+                errors, timeoutNanos, waitTag, rank, worldSize, numGroups, hidden, maxTokens, topK, yDtype, outDtype);
+    }
+
     /**
      * Waits, bounded, until {@code signal} reaches {@code value} (modulo 2^64, as
      * {@link KernelContext#waitAtLeast}), given {@code seen}: the word's acquire load

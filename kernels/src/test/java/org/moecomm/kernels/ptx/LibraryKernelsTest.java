@@ -118,11 +118,38 @@ class LibraryKernelsTest {
         assertTrue(k.ptx().contains("[AllToAllKernels_dispatch_param_" + rank + "]"), "rank stays a parameter");
         assertTrue(k.ptx().contains("[AllToAllKernels_dispatch_param_" + fixedTokens + "]"),
                 "fixedTokens stays a parameter");
+        int used = registers(k);
+        assertTrue(used <= 128, k.entryName() + ": " + used + " registers");
+    }
+
+    /** The registers ptxas (sm_90a) gives a compiled kernel's threads. */
+    private int registers(PtxKernel k) throws Exception {
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName(), List.of("-v"));
         assertTrue(r.ok(), r::output);
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("Used (\\d+) registers").matcher(r.output());
         assertTrue(m.find(), r::output);
-        assertTrue(Integer.parseInt(m.group(1)) <= 128, r::output);
+        return Integer.parseInt(m.group(1));
+    }
+
+    /**
+     * Combine recv's resident variant, compiled as the protocol launches it for a decode handle
+     * (its grid all resident): its launch bounds give ptxas a budget for fewer blocks per
+     * multiprocessor than combineRecv's, which ptxas uses (more registers, more row reads in
+     * flight per thread), and the kernel still fits that many blocks.
+     */
+    @Test
+    void combineRecvResidentHasTheLargerRegisterBudget() throws Exception {
+        Kernel lean = library().filter(k -> k.name().equals("combineRecv")).findFirst().orElse(null);
+        Kernel rich = library().filter(k -> k.name().equals("combineRecvResident")).findFirst().orElse(null);
+        Assumptions.assumeTrue(lean != null && rich != null, ROUND_KERNELS + " is not on the class path");
+        int blocks = Class.forName(ROUND_KERNELS).getField("COMBINE_RECV_RESIDENT_BLOCKS").getInt(null);
+        PtxKernel r = PtxCompiler.hopper().compile(specialised(rich, COMBINE_RECV).forBlockThreads(256));
+        PtxKernel l = PtxCompiler.hopper().compile(specialised(lean, COMBINE_RECV).forBlockThreads(256));
+        assertTrue(r.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm " + blocks + "\n"), "its launch bounds");
+        int richRegisters = registers(r);
+        int leanRegisters = registers(l);
+        assertTrue(richRegisters > leanRegisters, richRegisters + " registers against combineRecv's " + leanRegisters);
+        assertTrue(richRegisters * 256 * blocks <= 65536, richRegisters + " registers do not fit " + blocks + " blocks");
     }
 
     /**
@@ -138,11 +165,8 @@ class LibraryKernelsTest {
         // pack specialises nothing; dispatch send as a DeepSeek-V3 handle launches it, without quantisation
         PtxKernel k = PtxCompiler.hopper().compile(name.equals("pack") ? kernel : specialised(kernel, DISPATCH_SEND));
         assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "the kernel carries its launch bounds");
-        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName(), List.of("-v"));
-        assertTrue(r.ok(), r::output);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("Used (\\d+) registers").matcher(r.output());
-        assertTrue(m.find(), r::output);
-        assertTrue(Integer.parseInt(m.group(1)) <= 128, r::output);
+        int used = registers(k);
+        assertTrue(used <= 128, k.entryName() + ": " + used + " registers");
     }
 
     /**
@@ -201,7 +225,7 @@ class LibraryKernelsTest {
         List<String> names = library().map(Kernel::name).toList();
         Assumptions.assumeFalse(names.isEmpty(), LIBRARY + " is not on the class path");
         assertTrue(names.containsAll(List.of("pack", "scatter", "gather", "reduce", "dispatchSend", "dispatchRecv",
-                "combineSend", "combineRecv", "dispatch")), names.toString());
+                "combineSend", "combineRecv", "combineRecvResident", "dispatch")), names.toString());
     }
 
     @ParameterizedTest(name = "{0}")

@@ -2,12 +2,14 @@
 """Tables of an A/B call's results (scripts/gpu-ab.sh): for each variant group, world and token
 count, the mean of the runs' slowest-rank medians of dispatch and combine, each run in brackets.
 
-    python3 scripts/ab-table.py DIR base,new [--preset deepseek-v3] [--launch graph] [--rank0]
+    python3 scripts/ab-table.py DIR base,new [--preset deepseek-v3] [--launch graph] [--rank0] [--halves]
 
 DIR holds the call's ab-<label>-w<W>.json files (gpu-ab.sh's ab.tgz, unpacked). A label's runs are
 grouped by the label without its trailing digits (base, base2, base3: group base). Token counts and
 worlds are those the groups' files hold (worlds largest first). --rank0 adds rank 0's medians (the method of
-pplx-kernels' own benchmark) as two more columns per group. Prints a Markdown table.
+pplx-kernels' own benchmark) as two more columns per group; --halves gives the four halves (dispatch
+send and recv, combine send and recv) instead of the two operations: plain launches time them apart,
+a graph replay does not. Prints a Markdown table.
 """
 import argparse
 import glob
@@ -51,12 +53,16 @@ def main():
     parser.add_argument('--preset', default='deepseek-v3')
     parser.add_argument('--launch', default='graph', choices=['graph', 'plain'])
     parser.add_argument('--rank0', action='store_true', help="rank 0's medians too")
+    parser.add_argument('--halves', action='store_true', help='the four halves instead of the two operations')
     args = parser.parse_args()
     groups = args.groups.split(',')
     runs = load(args.directory, args.preset, args.launch)
     if not runs:
         raise SystemExit(f'no {args.preset} {args.launch} results in {args.directory}/ab-*-w*.json')
     columns = [('dispatch', 'dispatchMedianUs'), ('combine', 'combineMedianUs')]
+    if args.halves:
+        columns = [(f'{op} {half}', f'{op.split()[0]}{half.capitalize()}MedianUs')
+                   for op in ('dispatch', 'combine') for half in ('send', 'recv')]
     if args.rank0:
         columns += [('rank 0 dispatch', 'rank0DispatchMedianUs'), ('rank 0 combine', 'rank0CombineMedianUs')]
     header = ['W', 'tokens'] + [f'{g} {name}' for g in groups for name, _ in columns]

@@ -22,7 +22,7 @@ import org.moecomm.kernels.api.LaunchBounds;
  * {@link KernelCompileException} naming the construct and its source line.
  *
  * <p>Setting the system property {@value #DUMP_PROPERTY} to a directory writes every compiled
- * module there as {@code <entryName>.ptx}.
+ * module there as {@code <entryName>.ptx}, a specialised one as {@link #dumpName}.
  */
 public final class PtxCompiler {
     /** System property naming a directory to write each compiled kernel's PTX into. */
@@ -179,6 +179,26 @@ public final class PtxCompiler {
         return result;
     }
 
+    /**
+     * The file {@value #DUMP_PROPERTY} writes {@code kernel}'s module to: {@code <entryName>.ptx},
+     * and for a kernel compiled for constants or a block size its values in position order and
+     * the block size too, so that every specialisation a run compiles (a sweep's handles) is kept:
+     * {@code AllToAllKernels_combineRecv-4_4_7168_1024_8_0_0-b256.ptx} (a negative value as
+     * {@code m1}).
+     */
+    static String dumpName(Kernel kernel) {
+        StringBuilder name = new StringBuilder(entryName(kernel));
+        if (!kernel.constants().isEmpty()) {
+            name.append('-');
+            kernel.constants().values().forEach(v -> name.append(v < 0 ? "m" + -(long) v : v.toString()).append('_'));
+            name.setLength(name.length() - 1);
+        }
+        if (kernel.blockThreads() != 0) {
+            name.append("-b").append(kernel.blockThreads());
+        }
+        return name.append(".ptx").toString();
+    }
+
     private static void dump(PtxKernel k) {
         String dir = System.getProperty(DUMP_PROPERTY);
         if (dir == null || dir.isBlank()) {
@@ -187,7 +207,7 @@ public final class PtxCompiler {
         try {
             Path d = Path.of(dir);
             Files.createDirectories(d);
-            Path file = d.resolve(k.entryName() + ".ptx");
+            Path file = d.resolve(dumpName(k.kernel()));
             Files.writeString(file, k.ptx());
             LOG.debug("wrote PTX of {} to {}", k.kernel(), file);
         } catch (IOException e) {

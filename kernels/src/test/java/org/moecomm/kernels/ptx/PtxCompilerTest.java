@@ -56,6 +56,9 @@ class PtxCompilerTest {
             Path file = dir.resolve("PtxCompilerTest_tiny.ptx");
             assertTrue(Files.exists(file));
             assertEquals(k.ptx(), Files.readString(file));
+            // a specialisation keeps a file of its own: its values in position order, its block size
+            Kernel special = new Kernel(PtxCompilerTest.class, "tiny", java.util.Map.of(2, -1, 0, 7)).forBlockThreads(64);
+            assertEquals("PtxCompilerTest_tiny-7_m1-b64.ptx", PtxCompiler.dumpName(special));
         } finally {
             if (old == null) {
                 System.clearProperty(PtxCompiler.DUMP_PROPERTY);

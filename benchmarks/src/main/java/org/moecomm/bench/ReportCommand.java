@@ -232,22 +232,28 @@ final class ReportCommand implements Callable<Integer> {
         s.append("\nDispatch and combine per phase on the GPU backend (")
                 .append(String.join(", ", sources.values().stream().distinct().map(p -> "`" + p.getFileName() + "`")
                         .toList()))
-                .append("; median us, slowest rank per round; launch plain: every call launched from the host,"
-                        + " graph: each half replayed from a CUDA graph, its send and recv not timed apart; GB/s per"
-                        + " rank: BENCHMARKS.md's logical bytes over the whole operation's median, the world's over W):\n\n"
+                .append("; median us, slowest rank per round, and the p90 of the whole operations; rank 0:"
+                        + " rank 0's own medians, the figure pplx-kernels' benchmark reports; launch plain: every call"
+                        + " launched from the host, graph: each half replayed from a CUDA graph, its send and recv not"
+                        + " timed apart; GB/s per rank: BENCHMARKS.md's logical bytes over the whole operation's median,"
+                        + " the world's over W):\n\n"
                         + "| preset | W | mode | tokens/rank | launch |");
         // one column per phase, named and ordered as Phases.KEYS
         for (String name : Phases.NAMES) {
             s.append(' ').append(name).append(" |");
         }
-        s.append(" dispatch GB/s per rank | combine GB/s per rank | verified |\n|---|---|---|---|---|")
-                .append("---|".repeat(Phases.KEYS.size())).append("---|---|---|\n");
+        s.append(" dispatch p90 | combine p90 | rank 0 dispatch | rank 0 combine | dispatch GB/s per rank |"
+                        + " combine GB/s per rank | verified |\n|---|---|---|---|---|")
+                .append("---|".repeat(Phases.KEYS.size())).append("---|---|---|---|---|---|---|\n");
         for (JsonNode r : allLines(sources)) {
             s.append(String.format(Locale.ROOT, "| %s | %d | %s | %d | %s |", r.path("preset").asText(),
                     r.path("world").asInt(), r.path("mode").asText(), r.path("tokens").asInt(),
                     PhaseJson.launch(r).label()));
             for (String key : Phases.KEYS) {
                 s.append(' ').append(number(r, key + "MedianUs", "%.1f")).append(" |");
+            }
+            for (String key : List.of("dispatchP90Us", "combineP90Us", "rank0DispatchMedianUs", "rank0CombineMedianUs")) {
+                s.append(' ').append(number(r, key, "%.1f")).append(" |");
             }
             s.append(' ').append(figure(r, "dispatchGBpsPerRank")).append(" | ")
                     .append(figure(r, "combineGBpsPerRank")).append(" | ")

@@ -74,11 +74,11 @@ class ReportCommandTest {
         List<String> header = cells(rows.get(0));
         List<String> row = cells(rows.get(2));
         assertEquals(List.of("preset", "W", "mode", "tokens/rank", "launch", "dispatch send", "dispatch recv",
-                "combine send", "combine recv", "dispatch", "combine", "dispatch GB/s per rank", "combine GB/s per rank",
-                "verified"), header);
-        // no per-rank rates in it: "-"
+                "combine send", "combine recv", "dispatch", "combine", "dispatch p90", "combine p90", "rank 0 dispatch",
+                "rank 0 combine", "dispatch GB/s per rank", "combine GB/s per rank", "verified"), header);
+        // no rank 0 medians nor per-rank rates in it: "-"
         assertEquals(List.of("deepseek-v3", "4", "4 processes on 1 GPU under MPS", "1", "plain", "41.7", "31.0", "39.8",
-                "38.9", "69.2", "76.6", "-", "-", "true"), row);
+                "38.9", "69.2", "76.6", "140.9", "117.2", "-", "-", "-", "-", "true"), row);
         // nor device bytes: the device table says so in one sentence instead of a table of dashes
         String device = new ReportCommand().deviceTable(List.of(file));
         assertFalse(device.contains("|"), device);
@@ -103,6 +103,13 @@ class ReportCommandTest {
         List<String> row = cells(rows.get(2));
         assertEquals(BenchTables.figure(plain.dispatchGBpsPerRank()), row.get(header.indexOf("dispatch GB/s per rank")));
         assertEquals(BenchTables.figure(plain.combineGBpsPerRank()), row.get(header.indexOf("combine GB/s per rank")));
+        // the p90 of the operations and rank 0's medians, as the JSON has them
+        com.fasterxml.jackson.databind.JsonNode json = JSON.readTree(PhaseJson.line(plain, run));
+        for (String[] column : new String[][] {{"dispatch p90", "dispatchP90Us"}, {"combine p90", "combineP90Us"},
+                {"rank 0 dispatch", "rank0DispatchMedianUs"}, {"rank 0 combine", "rank0CombineMedianUs"}}) {
+            assertEquals(String.format(java.util.Locale.ROOT, "%.1f", json.get(column[1]).asDouble()),
+                    row.get(header.indexOf(column[0])), column[0]);
+        }
 
         String table = new ReportCommand().deviceTable(List.of(file));
         List<String> deviceRows = table.lines().filter(l -> l.startsWith("|")).toList();

@@ -189,9 +189,8 @@ public final class PtxCompiler {
     static String dumpName(Kernel kernel) {
         StringBuilder name = new StringBuilder(entryName(kernel));
         if (!kernel.constants().isEmpty()) {
-            name.append('-');
-            kernel.constants().values().forEach(v -> name.append(v < 0 ? "m" + -(long) v : v.toString()).append('_'));
-            name.setLength(name.length() - 1);
+            name.append('-').append(kernel.constants().values().stream()
+                    .map(v -> v < 0 ? "m" + -(long) v : v.toString()).collect(java.util.stream.Collectors.joining("_")));
         }
         if (kernel.blockThreads() != 0) {
             name.append("-b").append(kernel.blockThreads());

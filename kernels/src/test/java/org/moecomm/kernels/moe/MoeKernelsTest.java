@@ -334,6 +334,84 @@ class MoeKernelsTest {
         assertEquals(0, first.inputReport().getInt(MoeKernels.REPORT_FLAG));
     }
 
+    /**
+     * A token's routing to a destination against its definition (docs/contract.md), on random ids
+     * with repeats, -1 and ids out of range, in both of its forms: a bit set of the destination's
+     * experts (up to 64 of them) and the comparison with the earlier slots (more).
+     */
+    @ParameterizedTest(name = "L={0} K={1}")
+    @CsvSource({"1,1", "4,8", "64,8", "64,64", "65,8", "128,16"})
+    void routeTokenMatchesItsDefinition(int expertsPerRank, int topK) {
+        SplittableRandom random = new SplittableRandom(31L * expertsPerRank + topK);
+        int world = 3;
+        int numExperts = world * expertsPerRank;
+        long[] local = new long[1];
+        long[] dropped = new long[1];
+        for (int trial = 0; trial < 4000; trial++) {
+            int dest = random.nextInt(world);
+            int firstExpert = dest * expertsPerRank;
+            int[] ids = new int[topK];
+            for (int k = 0; k < topK; k++) {
+                int pick = random.nextInt(8);
+                if (pick == 0) {
+                    ids[k] = -1;
+                } else if (pick == 1) { // out of range, above E or below -1
+                    ids[k] = random.nextBoolean() ? numExperts + random.nextInt(3) : -2 - random.nextInt(3);
+                } else if (pick == 2 && k > 0) { // a repeat
+                    ids[k] = ids[random.nextInt(k)];
+                } else if (pick == 3) { // any destination's
+                    ids[k] = random.nextInt(numExperts);
+                } else {
+                    ids[k] = firstExpert + random.nextInt(expertsPerRank);
+                }
+            }
+            boolean dropsOutOfRange = dest == 0;
+            long wantLocal = 0;
+            long wantDropped = 0;
+            for (int k = 0; k < topK; k++) {
+                int id = ids[k];
+                boolean repeat = false;
+                for (int j = 0; j < k; j++) {
+                    repeat |= ids[j] == id;
+                }
+                if (id >= firstExpert && id < firstExpert + expertsPerRank) {
+                    if (repeat) {
+                        wantDropped |= 1L << k;
+                    } else {
+                        wantLocal |= 1L << k;
+                    }
+                } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+                    wantDropped |= 1L << k;
+                }
+            }
+            local[0] = -7;
+            dropped[0] = -7;
+            int pairs = MoeKernels.routeToken(null, ids, 0, local, dropped, 0, 1, topK, 0, firstExpert,
+                    expertsPerRank, numExperts, dropsOutOfRange, false, null);
+            String ctx = "ids " + Arrays.toString(ids) + " at destination " + dest;
+            assertEquals(wantLocal, local[0], ctx);
+            assertEquals(wantDropped, dropped[0], ctx);
+            assertEquals(Long.bitCount(wantLocal), pairs, ctx);
+        }
+    }
+
+    /** A repeated id is reported at its second slot and routes nowhere, in both forms of the repeat test. */
+    @ParameterizedTest(name = "L={0}")
+    @CsvSource({"4", "100"})
+    void packReportsARepeatedExpertId(int expertsPerRank) {
+        MoeShape c = new MoeShape(2, 1, expertsPerRank, 4, 32, 12, false);
+        Tokens tk = randomTokens(c, 12, new SplittableRandom(expertsPerRank));
+        int id = tk.indices()[5 * c.k()];
+        tk.indices()[5 * c.k() + 3] = id;
+        PackOut out = runPack(c, tk, 0, 12, 64, true);
+        assertEquals(5, out.inputReport().getInt(MoeKernels.REPORT_TOKEN));
+        assertEquals(3, out.inputReport().getInt(MoeKernels.REPORT_SLOT));
+        assertEquals(MoeKernels.REPORT_REPEATED_ID, out.inputReport().getInt(MoeKernels.REPORT_KIND));
+        assertEquals(id, out.inputReport().getInt(MoeKernels.REPORT_VALUE));
+        assertEquals(-1, out.pairLocation().getInt(5 * c.k() + 3), "a repeat routes nowhere");
+        assertTrue(out.pairLocation().getInt(5 * c.k()) >= 0, "its first slot is routed");
+    }
+
     /** A count outside [0, M] read from the buffer is clamped and reported (the host did not see it). */
     @Test
     void packReportsABadCount() {

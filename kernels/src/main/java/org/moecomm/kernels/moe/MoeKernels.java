@@ -811,33 +811,26 @@ public final class MoeKernels {
             return 0;
         }
         int first = idsBase + tid * topK;
-        int dropsOut = dropsOutOfRange ? 1 : 0;
         long localMask = 0;
         long dropMask = 0;
-        long badMask = 0;
-        // Each slot in arithmetic, without a branch: a decode token's routing is one thread's chain
-        // between two block barriers, and a branch per slot and test made it long (1.4 us with a
-        // report inlined per slot; the token's first bad slot is reported once after the loop).
-        long seen = 0; // the destination's local experts named so far, where they fit a long's bits
+        // the first bad slot, reported once after the loop: a report inlined per slot made the
+        // unrolled loop long and branchy (one thread's routing of a decode token took 1.4 us)
+        int badSlot = -1;
         for (int k = 0; k < topK; k++) {
             int id = ids[first + k];
-            int local = id - firstExpert;
-            int here = inRange(local, expertsPerRank);
-            int repeat;
-            if (expertsPerRank <= 64) { // a handle's constant: one of the two forms is compiled
-                long bit = (long) here << (local & 63);
-                repeat = (int) ((seen & bit) >>> (local & 63));
-                seen |= bit;
-            } else {
-                repeat = here & (1 - differsFromBefore(ids, first, k, id));
+            if (routesHere(id, firstExpert, expertsPerRank)) {
+                if (namedBefore(ids, first, k, id)) {
+                    dropMask |= 1L << k;
+                    badSlot = badSlot < 0 ? k : badSlot;
+                } else {
+                    localMask |= 1L << k;
+                }
+            } else if (dropsOutOfRange && (id < 0 || id >= numExperts)) {
+                dropMask |= 1L << k;
+                badSlot = badSlot < 0 && id != -1 ? k : badSlot;
             }
-            int outside = dropsOut & (1 - inRange(id, numExperts));
-            localMask |= (long) (here ^ repeat) << k;
-            dropMask |= (long) (repeat | outside) << k;
-            badMask |= (long) (repeat | (outside & nonZero(id + 1))) << k; // -1 is "no expert", not bad
         }
-        if (check && badMask != 0) {
-            int badSlot = Long.numberOfTrailingZeros(badMask);
+        if (check && badSlot >= 0) {
             int id = ids[first + badSlot];
             report(ctx, inputReport, routesHere(id, firstExpert, expertsPerRank) ? REPORT_REPEATED_ID : REPORT_BAD_ID,
                     chunk + tid, badSlot, id);
@@ -853,21 +846,16 @@ public final class MoeKernels {
         return local >= 0 && local < expertsPerRank;
     }
 
-    /** 1 when {@code 0 <= v < n} ({@code n > 0}), else 0, without a branch. */
-    static int inRange(int v, int n) {
-        return ((v | (n - 1 - v)) >>> 31) ^ 1;
-    }
-
     /**
-     * 1 when no slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id},
-     * else 0. Without a branch per slot: the earlier ids' loads are all in flight at once.
+     * Whether a slot before {@code k} of a token (its ids from {@code ids[first]}) names {@code id}.
+     * Without a branch per slot: the earlier ids' loads are all in flight at once.
      */
-    static int differsFromBefore(int[] ids, int first, int k, int id) {
+    static boolean namedBefore(int[] ids, int first, int k, int id) {
         int allDiffer = 1;
         for (int j = 0; j < k; j++) {
             allDiffer &= nonZero(ids[first + j] ^ id);
         }
-        return allDiffer;
+        return allDiffer == 0;
     }
 
     /** 1 when {@code v != 0}, else 0, without a branch. */

@@ -4,9 +4,10 @@ import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** Entry point of the runnable jar: {@code demo}, {@code bench}, {@code stress}, {@code jmh}, {@code report}. */
+/** Entry point of the runnable jar: {@code demo}, {@code bench}, {@code stress}, {@code jmh}, {@code report}, {@code ptx}. */
 @Command(name = "moecomm", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
-        subcommands = {DemoCommand.class, BenchCommand.class, StressCommand.class, JmhCommand.class, ReportCommand.class},
+        subcommands = {DemoCommand.class, BenchCommand.class, StressCommand.class, JmhCommand.class, ReportCommand.class,
+                PtxCommand.class},
         description = "Mixture-of-Experts dispatch/combine: demo and benchmarks.")
 public final class Main implements Runnable {
     public static void main(String[] args) {

@@ -186,7 +186,7 @@ public final class PtxCompiler {
      * {@code AllToAllKernels_combineRecv-4_4_7168_1024_8_0_0-b256.ptx} (a negative value as
      * {@code m1}).
      */
-    static String dumpName(Kernel kernel) {
+    public static String dumpName(Kernel kernel) {
         StringBuilder name = new StringBuilder(entryName(kernel));
         if (!kernel.constants().isEmpty()) {
             name.append('-').append(kernel.constants().values().stream()

@@ -41,7 +41,6 @@ class PtxCommandTest {
         assertEquals(0, r.status(), r.err());
         String ptx = Files.readString(file);
         assertTrue(ptx.contains(".entry AllToAllKernels_dispatchSend"), "the kernel's entry");
-        // the block size is a constant: the dispatch's chunk of 256 tokens folds into the code
         assertTrue(r.out().startsWith("AllToAllKernels_dispatchSend: "), r.out());
         var stats = PtxCommand.InlinedStats.of(ptx, "routeToken");
         assertTrue(stats.lines() > 100 && stats.sharedLoads() >= 8, stats.toString());

@@ -36,7 +36,8 @@ final class PtxCommand implements Callable<Integer> {
             + " order (all of them, or none for the generic kernel).")
     int[] values = new int[0];
 
-    @Option(names = "--threads", defaultValue = "256", description = "Block size compiled in (0: any). Default: 256.")
+    @Option(names = "--threads", defaultValue = "256", description = "Block size compiled in with --values, as a"
+            + " handle's launches are. Default: 256.")
     int threads;
 
     @Option(names = "--out", description = "PTX file to write (default: <entry>-<values>-b<threads>.ptx in --dir).")
@@ -100,27 +101,26 @@ final class PtxCommand implements Callable<Integer> {
         return k;
     }
 
-    /** {@code kernel} specialised for {@code values} (one per @Specialize parameter, or none) and {@code threads}. */
+    /**
+     * {@code kernel} as the GPU runner compiles it for a launch whose {@code @Specialize} arguments
+     * are {@code values} (all of them, or none for the generic kernel) in blocks of {@code threads}.
+     */
     static Kernel specialised(Kernel kernel, int[] values, int threads) {
         int[] positions = kernel.specializedPositions();
-        if (values.length != 0 && values.length != positions.length) {
+        if (values.length == 0) {
+            return kernel;
+        }
+        if (values.length != positions.length) {
             String numbers = Arrays.stream(positions).mapToObj(i -> String.valueOf(i + 1))
                     .collect(Collectors.joining(", "));
             throw new IllegalArgumentException(kernel + " has " + positions.length + " @Specialize parameters"
                     + " (arguments " + numbers + " after the KernelContext), given " + values.length + " values");
         }
-        if (threads < 0) {
-            throw new IllegalArgumentException("--threads must be 0 (any) or a block size, not " + threads);
+        Object[] args = new Object[positions[positions.length - 1] + 1];
+        for (int i = 0; i < positions.length; i++) {
+            args[positions[i]] = values[i];
         }
-        Kernel k = kernel;
-        if (values.length > 0) {
-            Object[] args = new Object[positions[positions.length - 1] + 1];
-            for (int i = 0; i < positions.length; i++) {
-                args[positions[i]] = values[i];
-            }
-            k = k.specializedFor(positions, args);
-        }
-        return threads > 0 ? k.forBlockThreads(threads) : k;
+        return kernel.specializedFor(positions, args, threads);
     }
 
     /** What one inlined copy of a method compiled to: between the compiler's begin and end comments. */

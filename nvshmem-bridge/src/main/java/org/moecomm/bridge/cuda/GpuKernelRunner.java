@@ -243,11 +243,8 @@ public final class GpuKernelRunner implements KernelRunner {
             // a kernel with constants is specialised already
             int[] positions = t != null ? t.positions
                     : kernel.constants().isEmpty() ? kernel.specializedPositions() : NO_POSITIONS;
-            Kernel k = kernel.specializedFor(positions, args);
-            if (positions.length > 0) {
-                // compiled per handle: for its launches' block size too (a handle keeps one)
-                k = k.forBlockThreads(threads);
-            }
+            // compiled per handle: for its launches' block size too (a handle keeps one)
+            Kernel k = kernel.specializedFor(positions, args, threads);
             Object[] values = new Object[positions.length];
             for (int i = 0; i < positions.length; i++) {
                 values[i] = args[positions[i]];

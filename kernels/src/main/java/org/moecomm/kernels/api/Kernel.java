@@ -87,12 +87,12 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
     /**
      * This kernel as a GPU runner compiles it for a launch: specialised for the values {@code args}
      * give its {@link Specialize}d parameters at {@code positions} and, where there are such
-     * parameters (a handle's kernels), for blocks of {@code threads} threads too; a kernel without
-     * them stays generic, for any block size.
+     * parameters (a handle's kernels), for blocks of {@code threads} threads too, unless the kernel
+     * is declared {@link AnyBlockSize}; a kernel without them stays generic, for any block size.
      */
     public Kernel specializedFor(int[] positions, Object[] args, int threads) {
         Kernel k = specializedFor(positions, args);
-        return positions.length > 0 ? k.forBlockThreads(threads) : k;
+        return positions.length > 0 && !method().isAnnotationPresent(AnyBlockSize.class) ? k.forBlockThreads(threads) : k;
     }
 
     /** The kernel method, checked for the kernel shape. */

@@ -1,5 +1,6 @@
 package org.moecomm.kernels.moe;
 
+import org.moecomm.kernels.api.AnyBlockSize;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.KernelContext;
 import org.moecomm.kernels.api.LaunchBounds;
@@ -703,8 +704,11 @@ public final class AllToAllKernels {
      * so far (the counter of {@link #combineExpectedIndex}; also a block without tokens: the rows
      * of this round must have arrived before combine-done lets a peer run ahead), then reduces its tokens as
      * {@link MoeKernels#reduce} does, and adds its share ({@link #doneShare}) to this rank's
-     * {@code combineDone} word on every rank.
+     * {@code combineDone} word on every rank. Compiled for any block size ({@link AnyBlockSize}):
+     * with the block size a constant its reduce ran 2-4% slower at 1024 and 2048 tokens
+     * (docs/benchmarks.md, "Combine recv without its block size").
      */
+    @AnyBlockSize
     public static void combineRecv(KernelContext ctx, Buf combineRecv, Buf pairLocation, Buf weights,
                                    Buf numTokens, Buf out, Buf signals, Buf state, Buf peerModes, Buf peerOffsets,
                                    Buf errors, long timeoutNanos, int waitTag, int rank, @Specialize int worldSize,

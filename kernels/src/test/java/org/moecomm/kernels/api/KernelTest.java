@@ -15,6 +15,10 @@ class KernelTest {
     static void generic(KernelContext ctx, Buf out, int n) {
     }
 
+    @AnyBlockSize
+    static void scaledAnySize(KernelContext ctx, Buf out, int n, @Specialize int factor) {
+    }
+
     @Test
     void aKernelWithSpecialisedParametersIsCompiledForItsValuesAndBlockSize() {
         Kernel k = new Kernel(KernelTest.class, "scaled");
@@ -23,6 +27,14 @@ class KernelTest {
         assertEquals(128, launched.blockThreads());
         assertThrows(IllegalArgumentException.class,
                 () -> k.specializedFor(k.specializedPositions(), new Object[] {null, 100, 3}, 0));
+    }
+
+    @Test
+    void aKernelDeclaredForAnyBlockSizeIsCompiledForItsValuesOnly() {
+        Kernel k = new Kernel(KernelTest.class, "scaledAnySize");
+        Kernel launched = k.specializedFor(k.specializedPositions(), new Object[] {null, 100, 3}, 128);
+        assertEquals(Map.of(2, 3), launched.constants());
+        assertEquals(0, launched.blockThreads());
     }
 
     @Test

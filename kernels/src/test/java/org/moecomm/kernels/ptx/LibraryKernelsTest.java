@@ -50,6 +50,15 @@ class LibraryKernelsTest {
 
     /** {@code kernel} specialised for {@code values}, one per @Specialize parameter in order. */
     private static Kernel specialised(Kernel kernel, int... values) {
+        return kernel.specializedFor(kernel.specializedPositions(), launchArguments(kernel, values));
+    }
+
+    /** {@code kernel} as the GPU runner compiles it for a launch of blocks of {@code threads} with {@code values}. */
+    private static Kernel launched(Kernel kernel, int threads, int... values) {
+        return kernel.specializedFor(kernel.specializedPositions(), launchArguments(kernel, values), threads);
+    }
+
+    private static Object[] launchArguments(Kernel kernel, int... values) {
         int[] positions = kernel.specializedPositions();
         assertEquals(values.length, positions.length, () -> kernel + ": @Specialize parameters at " +
                 java.util.Arrays.toString(positions));
@@ -57,7 +66,7 @@ class LibraryKernelsTest {
         for (int i = 0; i < positions.length; i++) {
             args[positions[i]] = values[i];
         }
-        return kernel.specializedFor(positions, args);
+        return args;
     }
 
     @TempDir
@@ -135,7 +144,8 @@ class LibraryKernelsTest {
      * Combine recv's resident variant, compiled as the protocol launches it for a decode handle
      * (its grid all resident): its launch bounds give ptxas a budget for fewer blocks per
      * multiprocessor than combineRecv's, which ptxas uses (more registers, more row reads in
-     * flight per thread), and the kernel still fits that many blocks.
+     * flight per thread), and the kernel still fits that many blocks. Both as the GPU runner compiles
+     * them: the resident kernel for its block size, combineRecv for any ({@code @AnyBlockSize}).
      */
     @Test
     void combineRecvResidentHasTheLargerRegisterBudget() throws Exception {
@@ -143,8 +153,13 @@ class LibraryKernelsTest {
         Kernel rich = library().filter(k -> k.name().equals("combineRecvResident")).findFirst().orElse(null);
         Assumptions.assumeTrue(lean != null && rich != null, ROUND_KERNELS + " is not on the class path");
         int blocks = Class.forName(ROUND_KERNELS).getField("COMBINE_RECV_RESIDENT_BLOCKS").getInt(null);
-        PtxKernel r = PtxCompiler.hopper().compile(specialised(rich, COMBINE_RECV).forBlockThreads(256));
-        PtxKernel l = PtxCompiler.hopper().compile(specialised(lean, COMBINE_RECV).forBlockThreads(256));
+        Kernel richLaunched = launched(rich, 256, COMBINE_RECV);
+        Kernel leanLaunched = launched(lean, 256, COMBINE_RECV);
+        assertEquals(256, richLaunched.blockThreads(), "the resident kernel is compiled for its block size");
+        assertEquals(0, leanLaunched.blockThreads(), "combineRecv is compiled for any block size");
+        PtxKernel r = PtxCompiler.hopper().compile(richLaunched);
+        PtxKernel l = PtxCompiler.hopper().compile(leanLaunched);
+        assertTrue(l.ptx().contains("%ntid.x"), "combineRecv reads its block size");
         assertTrue(r.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm " + blocks + "\n"), "its launch bounds");
         int richRegisters = registers(r);
         int leanRegisters = registers(l);

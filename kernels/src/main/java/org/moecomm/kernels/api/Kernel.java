@@ -92,7 +92,8 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
      */
     public Kernel specializedFor(int[] positions, Object[] args, int threads) {
         Kernel k = specializedFor(positions, args);
-        return positions.length > 0 && !method().isAnnotationPresent(AnyBlockSize.class) ? k.forBlockThreads(threads) : k;
+        boolean forItsBlockSize = positions.length > 0 && !method().isAnnotationPresent(AnyBlockSize.class);
+        return forItsBlockSize ? k.forBlockThreads(threads) : k;
     }
 
     /** The kernel method, checked for the kernel shape. */

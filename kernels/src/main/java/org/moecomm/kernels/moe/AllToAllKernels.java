@@ -705,7 +705,7 @@ public final class AllToAllKernels {
      * of this round must have arrived before combine-done lets a peer run ahead), then reduces its tokens as
      * {@link MoeKernels#reduce} does, and adds its share ({@link #doneShare}) to this rank's
      * {@code combineDone} word on every rank. Compiled for any block size ({@link AnyBlockSize}):
-     * with the block size a constant its reduce ran 2-4% slower at 1024 and 2048 tokens
+     * with the block size a constant it ran 2-6% slower at 1024 and 2048 tokens
      * (docs/benchmarks.md, "Combine recv without its block size").
      */
     @AnyBlockSize

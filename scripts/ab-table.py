@@ -61,7 +61,7 @@ def main():
         raise SystemExit(f'no {args.preset} {args.launch} results in {args.directory}/ab-*-w*.json')
     columns = [('dispatch', 'dispatchMedianUs'), ('combine', 'combineMedianUs')]
     if args.halves:
-        columns = [(f'{op} {half}', f'{op.split()[0]}{half.capitalize()}MedianUs')
+        columns = [(f'{op} {half}', f'{op}{half.capitalize()}MedianUs')
                    for op in ('dispatch', 'combine') for half in ('send', 'recv')]
     if args.rank0:
         columns += [('rank 0 dispatch', 'rank0DispatchMedianUs'), ('rank 0 combine', 'rank0CombineMedianUs')]

@@ -4,10 +4,8 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.stream.Collectors;
 import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.ptx.PtxCompiler;
 import org.moecomm.kernels.ptx.PtxKernel;
@@ -106,21 +104,10 @@ final class PtxCommand implements Callable<Integer> {
      * are {@code values} (all of them, or none for the generic kernel) in blocks of {@code threads}.
      */
     static Kernel specialised(Kernel kernel, int[] values, int threads) {
-        int[] positions = kernel.specializedPositions();
         if (values.length == 0) {
             return kernel;
         }
-        if (values.length != positions.length) {
-            String numbers = Arrays.stream(positions).mapToObj(i -> String.valueOf(i + 1))
-                    .collect(Collectors.joining(", "));
-            throw new IllegalArgumentException(kernel + " has " + positions.length + " @Specialize parameters"
-                    + " (arguments " + numbers + " after the KernelContext), given " + values.length + " values");
-        }
-        Object[] args = new Object[positions[positions.length - 1] + 1];
-        for (int i = 0; i < positions.length; i++) {
-            args[positions[i]] = values[i];
-        }
-        return kernel.specializedFor(positions, args, threads);
+        return kernel.specializedFor(kernel.specializedPositions(), kernel.argumentsFor(values), threads);
     }
 
     /** What one inlined copy of a method compiled to: between the compiler's begin and end comments. */

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
 
 /**
  * Names a kernel: a {@code public static void} method of {@code owner} called {@code name}
@@ -94,6 +95,28 @@ public record Kernel(Class<?> owner, String name, Map<Integer, Integer> constant
         Kernel k = specializedFor(positions, args);
         boolean forItsBlockSize = positions.length > 0 && !method().isAnnotationPresent(AnyBlockSize.class);
         return forItsBlockSize ? k.forBlockThreads(threads) : k;
+    }
+
+    /**
+     * Launch arguments in which this kernel's {@link Specialize}d parameters take {@code values}, in
+     * their order (the other arguments null): what {@link #specializedFor} reads, for compiling a
+     * handle's kernel without launching it ({@code moecomm ptx}, the compiler's tests).
+     *
+     * @throws IllegalArgumentException when {@code values} are not one per such parameter, naming them
+     */
+    public Object[] argumentsFor(int... values) {
+        int[] positions = specializedPositions();
+        if (values.length != positions.length) {
+            String numbers = Arrays.stream(positions).mapToObj(i -> String.valueOf(i + 1))
+                    .collect(Collectors.joining(", "));
+            throw new IllegalArgumentException(this + " has " + positions.length + " @Specialize parameters"
+                    + " (arguments " + numbers + " after the KernelContext), given " + values.length + " values");
+        }
+        Object[] args = new Object[positions.length == 0 ? 0 : positions[positions.length - 1] + 1];
+        for (int i = 0; i < positions.length; i++) {
+            args[positions[i]] = values[i];
+        }
+        return args;
     }
 
     /** The kernel method, checked for the kernel shape. */

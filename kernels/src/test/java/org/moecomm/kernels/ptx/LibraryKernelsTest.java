@@ -50,23 +50,12 @@ class LibraryKernelsTest {
 
     /** {@code kernel} specialised for {@code values}, one per @Specialize parameter in order. */
     private static Kernel specialised(Kernel kernel, int... values) {
-        return kernel.specializedFor(kernel.specializedPositions(), launchArguments(kernel, values));
+        return kernel.specializedFor(kernel.specializedPositions(), kernel.argumentsFor(values));
     }
 
     /** {@code kernel} as the GPU runner compiles it for a launch of blocks of {@code threads} with {@code values}. */
     private static Kernel launched(Kernel kernel, int threads, int... values) {
-        return kernel.specializedFor(kernel.specializedPositions(), launchArguments(kernel, values), threads);
-    }
-
-    private static Object[] launchArguments(Kernel kernel, int... values) {
-        int[] positions = kernel.specializedPositions();
-        assertEquals(values.length, positions.length, () -> kernel + ": @Specialize parameters at " +
-                java.util.Arrays.toString(positions));
-        Object[] args = new Object[positions[positions.length - 1] + 1];
-        for (int i = 0; i < positions.length; i++) {
-            args[positions[i]] = values[i];
-        }
-        return args;
+        return kernel.specializedFor(kernel.specializedPositions(), kernel.argumentsFor(values), threads);
     }
 
     @TempDir

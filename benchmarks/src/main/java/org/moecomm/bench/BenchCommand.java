@@ -74,8 +74,8 @@ final class BenchCommand extends RunCommand {
 
     @Option(names = "--start", defaultValue = "host", paramLabel = "HOW", converter = RoundStartConverter.class,
             description = "How ranks start each timed half on the GPU: host (a barrier the host waits for, then the"
-                    + " launches: with launch latency and host skew, as pplx-kernels' benchmark; default) or device"
-                    + " (the barrier only enqueued, the half behind it: the GPU's time alone).")
+                    + " launches: with launch latency and host skew; default) or device (the barrier only enqueued, the half"
+                    + " behind it, as pplx-kernels' benchmark enqueues its samples: the GPU's time alone).")
     RoundStart start;
 
     @Option(names = "--out-dir", defaultValue = "benchmarks/results",

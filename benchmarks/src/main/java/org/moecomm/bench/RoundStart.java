@@ -4,15 +4,15 @@ package org.moecomm.bench;
  * How the ranks are brought together before each timed half of a GPU round.
  *
  * <ul>
- *   <li>{@link #HOST}: a barrier the host waits for, then the events and launches of the half (as
- *       pplx-kernels' benchmark does: {@code nvshmemx_barrier_all_on_stream} and a stream
- *       synchronisation). The time includes the host's launch latency and the ranks' skew as their
- *       hosts wake up: what an application that launches each round sees.</li>
+ *   <li>{@link #HOST}: a barrier the host waits for, then the events and launches of the half.
+ *       The time includes the host's launch latency and the ranks' skew as their hosts wake up:
+ *       what an application that launches each round sees.</li>
  *   <li>{@link #DEVICE}: a barrier kernel on the stream that the host does not wait for; the
  *       events and the half are enqueued behind it, so they start on the GPU as the barrier opens
- *       on every rank at about the same time. The time is the GPU's alone, without launch latency
- *       or host skew: what a round inside a longer graph or behind other GPU work sees, and the
- *       floor the kernels set.</li>
+ *       on every rank at about the same time (pplx-kernels' benchmark enqueues its samples so:
+ *       {@code nvshmemx_barrier_all_on_stream} before each, ten samples before the host waits).
+ *       The time is the GPU's alone, without launch latency or host skew: what a round inside a
+ *       longer graph or behind other GPU work sees, and the floor the kernels set.</li>
  * </ul>
  */
 enum RoundStart implements Labelled {

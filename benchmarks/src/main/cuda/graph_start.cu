@@ -24,17 +24,14 @@
 // before it moves a byte, and the JSON adds the fence's median and the time from the last
 // process's entry to the round's end.
 #include "driver_util.h"
+#include "forked_ranks.h"
 
 #include <cuda.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -93,8 +90,7 @@ constexpr int kStampWords = 6;        // the kernels' out words (stamp writes th
 
 // Lives in memory shared by the forked processes (mapped before the fork).
 struct Shared {
-    std::atomic<long> arrived;
-    std::atomic<int> failed;
+    RankSync sync;
     std::atomic<int> handleReady; // join: process 0 has published its buffer
     CUipcMemHandle handle;
     float eventMs[kMaxWorld][kMaxRounds];
@@ -102,15 +98,6 @@ struct Shared {
     unsigned long long fenceNs[kMaxWorld][kMaxRounds];  // join: the fence of block 0
     unsigned long long joinedNs[kMaxWorld][kMaxRounds]; // join: every arrival seen by block 0
 };
-
-// Every process arrives at its epoch-th barrier, then all leave within a spin of one another;
-// false when a process has failed (the others then stop instead of launching without it).
-static bool barrier(Shared* s, long epoch, int world) {
-    s->arrived.fetch_add(1);
-    while (s->arrived.load() < epoch * world && s->failed.load() == 0) {
-    }
-    return s->failed.load() == 0;
-}
 
 // The join kernel's buffer: process 0 allocates the counter's line and every process's rows and
 // publishes it; the others open it. 0 on success.
@@ -122,9 +109,9 @@ static int openJoinBuffer(Shared* s, int rank, size_t bytes, CUdeviceptr* buf) {
         s->handleReady.store(1);
         return 0;
     }
-    while (s->handleReady.load() == 0 && s->failed.load() == 0) {
+    while (s->handleReady.load() == 0 && s->sync.failed.load() == 0) {
     }
-    if (s->failed.load() != 0) {
+    if (s->sync.failed.load() != 0) {
         return 1;
     }
     CHECK(cuIpcOpenMemHandle(buf, s->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
@@ -167,7 +154,7 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
     CHECK(cuStreamSynchronize(stream));
 
     for (int round = 0; round < rounds; round++) {
-        if (!barrier(s, round + 1, world)) {
+        if (!spinBarrier(&s->sync, round + 1, world)) {
             return 1;
         }
         CHECK(cuEventRecord(start, stream));
@@ -197,16 +184,11 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
             CHECK(cuIpcCloseMemHandle(joinBuf));
         }
         // process 0 frees its buffer once the others have closed it (or one has failed)
-        if (barrier(s, rounds + 1, world) && rank == 0) {
+        if (spinBarrier(&s->sync, rounds + 1, world) && rank == 0) {
             CHECK(cuMemFree(joinBuf));
         }
     }
     return closeKernel(&k);
-}
-
-static double quantile(std::vector<double> v, double q) {
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
 }
 
 int main(int argc, char** argv) {
@@ -229,38 +211,13 @@ int main(int argc, char** argv) {
                      kMaxWorld, kMaxRounds, kMaxJoinBlocks);
         return 2;
     }
-    void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        std::perror("mmap");
+    Shared* s = mapShared<Shared>();
+    if (s == nullptr) {
         return 1;
     }
-    Shared* s = new (mem) Shared();
-    std::vector<pid_t> children;
-    for (int rank = 0; rank < world; rank++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int rc = runProcess(s, rank, world, rounds, percent, blocks, threads, join);
-            if (rc != 0) {
-                s->failed.store(1);  // the others stop waiting at the barrier
-            }
-            _exit(rc);
-        }
-        if (pid < 0) {
-            std::perror("fork");
-            s->failed.store(1);
-            break;
-        }
-        children.push_back(pid);
-    }
-    int failed = 0;
-    for (pid_t pid : children) {
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            failed = 1;
-        }
-    }
-    if (failed || s->failed.load() != 0 || static_cast<int>(children.size()) != world) {
+    // a failed process stops the others at the barrier instead of letting them launch without it
+    if (runForked(&s->sync, world,
+                  [&](int rank) { return runProcess(s, rank, world, rounds, percent, blocks, threads, join); })) {
         std::fprintf(stderr, "graph_start: a process failed\n");
         return 1;
     }

@@ -28,15 +28,13 @@
 // rows unchanged as bf16, so combine must give each token its own row times the sum of its weights.
 #include "all_to_all/internode.h"
 #include "core/buffer.h"
+#include "forked_ranks.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <nvshmem.h>
 #include <nvshmemx.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,7 +44,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -77,8 +74,7 @@ const char* const kWayNames[kWays] = {"stream", "host-plain", "host-graph"};
 int g_rank = -1;
 
 struct Shared {
-    std::atomic<long> arrived;
-    std::atomic<int> failed;
+    RankSync sync;
     std::atomic<int> uidReady;
     nvshmemx_uniqueid_t uid;
     float dispatchMs[kWays][kMaxWorld][kMaxSamples];
@@ -87,15 +83,6 @@ struct Shared {
     int wayRan[kWays];                    // rank 0: the way ran (host-graph: every rank captured)
     char problem[kMaxWorld][256];         // a rank's failed check, empty when it passed
 };
-
-// Every process arrives at its epoch-th barrier, then all leave within a spin of one another;
-// false when a process has failed.
-bool hostBarrier(Shared* s, long epoch, int world) {
-    s->arrived.fetch_add(1);
-    while (s->arrived.load() < epoch * world && s->failed.load() == 0) {
-    }
-    return s->failed.load() == 0;
-}
 
 // One rank's inputs, a pure function of its rank (every rank regenerates every rank's to check).
 struct Inputs {
@@ -295,7 +282,7 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
     if (way == 2) {
         s->captured[r.rank] = captureGraphs(r, &dispatchGraph, &combineGraph) ? 1 : 0;
         cudaGetLastError();
-        if (!hostBarrier(s, ++*epoch, r.world)) {
+        if (!spinBarrier(&s->sync, ++*epoch, r.world)) {
             return 1;
         }
         for (int rank = 0; rank < r.world; rank++) {
@@ -318,7 +305,7 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
         bool check = i == 0;
         if (way == 0) {
             nvshmemx_barrier_all_on_stream(r.stream);
-        } else if (!hostBarrier(s, ++*epoch, r.world)) {
+        } else if (!spinBarrier(&s->sync, ++*epoch, r.world)) {
             return 1;
         }
         CUDA_OK(cudaEventRecord(e[0], r.stream));
@@ -338,7 +325,7 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
                 return 1;
             }
         }
-        if (way != 0 && !hostBarrier(s, ++*epoch, r.world)) {
+        if (way != 0 && !spinBarrier(&s->sync, ++*epoch, r.world)) {
             return 1;
         }
         CUDA_OK(cudaEventRecord(e[2], r.stream));
@@ -391,9 +378,9 @@ int runProcess(Shared* s, int rank, int world, int m, int samples) {
         }
         s->uidReady.store(1);
     }
-    while (s->uidReady.load() == 0 && s->failed.load() == 0) {
+    while (s->uidReady.load() == 0 && s->sync.failed.load() == 0) {
     }
-    if (s->failed.load() != 0) {
+    if (s->sync.failed.load() != 0) {
         return 1;
     }
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
@@ -443,11 +430,6 @@ int runProcess(Shared* s, int rank, int world, int m, int samples) {
     return 0;
 }
 
-double quantile(std::vector<double> v, double q) {
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-}
-
 // "name": {"rank0MedianUs": .., "rank0P90Us": .., "slowestMedianUs": .., "slowestP90Us": ..}
 std::string stats(const char* name, float (*ms)[kMaxSamples], int world, int samples) {
     std::vector<double> rank0, slowest;
@@ -479,43 +461,17 @@ int main(int argc, char** argv) {
                      "10 <= SAMPLES <= %d)\n", kMaxWorld, kExperts, kMaxSamples - kWarmup);
         return 2;
     }
-    void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        std::perror("mmap");
+    Shared* s = mapShared<Shared>();
+    if (s == nullptr) {
         return 1;
     }
-    Shared* s = new (mem) Shared();
-    std::vector<pid_t> children;
-    for (int rank = 0; rank < world; rank++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int rc = runProcess(s, rank, world, tokens, samples);
-            if (rc != 0) {
-                s->failed.store(1);
-            }
-            _exit(rc);
-        }
-        if (pid < 0) {
-            std::perror("fork");
-            s->failed.store(1);
-            break;
-        }
-        children.push_back(pid);
-    }
-    int failed = 0;
-    for (pid_t pid : children) {
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            failed = 1;
-        }
-    }
+    int failed = runForked(&s->sync, world, [&](int rank) { return runProcess(s, rank, world, tokens, samples); });
     for (int rank = 0; rank < world; rank++) {
         if (s->problem[rank][0] != 0) {
             std::fprintf(stderr, "pplx_baseline: W = %d, %d tokens, rank %d: %s\n", world, tokens, rank, s->problem[rank]);
         }
     }
-    if (failed || s->failed.load() != 0 || static_cast<int>(children.size()) != world) {
+    if (failed) {
         std::fprintf(stderr, "pplx_baseline: W = %d, %d tokens: a process failed\n", world, tokens);
         return 1;
     }

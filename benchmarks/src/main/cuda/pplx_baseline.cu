@@ -19,8 +19,9 @@
 //               (`moecomm bench --launch plain --start host`, whole operations);
 //   host-graph  the same with each operation captured once as a CUDA graph and replayed
 //               (`moecomm bench --launch graph`, the mode of the issue's table).
-// Every line has rank 0's median and p90 (the figure pplx-kernels reports) and the slowest
-// rank's per sample (ours). 30 warm-up samples, then SAMPLES (default 200).
+// Every line has rank 0's median and p90 (the figure pplx-kernels reports), the slowest rank's per
+// sample (ours), each rank's median and how often each rank was the slowest. 30 warm-up samples,
+// then SAMPLES (default 200).
 //
 // The results are checked, not only timed: after the first dispatch of each way every rank
 // compares its received rows (as a multiset per local expert, with their scales) and its per-expert
@@ -430,23 +431,36 @@ int runProcess(Shared* s, int rank, int world, int m, int samples) {
     return 0;
 }
 
-// "name": {"rank0MedianUs": .., "rank0P90Us": .., "slowestMedianUs": .., "slowestP90Us": ..}
+// "name": {"rank0MedianUs": .., "rank0P90Us": .., "slowestMedianUs": .., "slowestP90Us": ..,
+// "rankMediansUs": [one per rank], "slowestRankShare": [how often each rank was the slowest]}
 std::string stats(const char* name, float (*ms)[kMaxSamples], int world, int samples) {
-    std::vector<double> rank0, slowest;
+    std::vector<double> slowest;
+    std::vector<std::vector<double>> perRank(world);
+    std::vector<int> slowestCount(world);
     for (int i = 0; i < samples; i++) {
-        double most = 0;
+        int most = 0;
         for (int rank = 0; rank < world; rank++) {
-            most = std::max(most, 1e3 * ms[rank][i]);
+            perRank[rank].push_back(1e3 * ms[rank][i]);
+            most = ms[rank][i] > ms[most][i] ? rank : most;
         }
-        rank0.push_back(1e3 * ms[0][i]);
-        slowest.push_back(most);
+        slowest.push_back(1e3 * ms[most][i]);
+        slowestCount[most]++;
+    }
+    std::string medians, shares;
+    for (int rank = 0; rank < world; rank++) {
+        char one[64];
+        std::snprintf(one, sizeof(one), "%s%.2f", rank == 0 ? "" : ", ", quantile(perRank[rank], 0.5));
+        medians += one;
+        std::snprintf(one, sizeof(one), "%s%.2f", rank == 0 ? "" : ", ", static_cast<double>(slowestCount[rank]) / samples);
+        shares += one;
     }
     char buf[256];
     std::snprintf(buf, sizeof(buf),
                   "\"%s\": {\"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, \"slowestMedianUs\": %.2f, "
-                  "\"slowestP90Us\": %.2f}",
-                  name, quantile(rank0, 0.5), quantile(rank0, 0.9), quantile(slowest, 0.5), quantile(slowest, 0.9));
-    return buf;
+                  "\"slowestP90Us\": %.2f, ",
+                  name, quantile(perRank[0], 0.5), quantile(perRank[0], 0.9), quantile(slowest, 0.5),
+                  quantile(slowest, 0.9));
+    return buf + ("\"rankMediansUs\": [" + medians + "], \"slowestRankShare\": [" + shares + "]}");
 }
 
 } // namespace

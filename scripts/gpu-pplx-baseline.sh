@@ -14,7 +14,8 @@
 # host-graph: ours) with rank 0's and the slowest rank's medians and p90s, into
 # $OUT/pplx-baseline.json, each run's output checked against the inputs first.
 # Environment: PPLX_WORLDS (default "4 2"), PPLX_TOKENS (default "1 8 32 128"), PPLX_SAMPLES
-# (default 200), PPLX_KERNELS_SRC, CUDA_ARCH (default 90a), OUT.
+# (default 200), PPLX_RUN_TIMEOUT_S (one world and token count, default 90), PPLX_KERNELS_SRC,
+# CUDA_ARCH (default 90a), OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -49,17 +50,21 @@ export MPS_LOG="$out/mps.log"
 mps_start && mps_recover "before the pplx-kernels runs"
 rc=0
 : > "$out/pplx-baseline.json"
+# the first failure ends the runs (the next would most likely fail the same way, at the cost of its timeout)
 for w in ${PPLX_WORLDS:-4 2}; do
   for t in ${PPLX_TOKENS:-1 8 32 128}; do
-    if timeout 180 "$bin/pplx_baseline" "$w" "$t" "${PPLX_SAMPLES:-200}" > "$bin/lines" 2> "$bin/err"; then
-      tee -a "$out/pplx-baseline.json" < "$bin/lines"
-    else
-      echo "pplx baseline: W = $w, $t tokens failed"
-      tail -20 "$bin/err"
-      rc=1
-      mps_recover "after a failed pplx-kernels run" || break
-    fi
+    timeout "${PPLX_RUN_TIMEOUT_S:-90}" "$bin/pplx_baseline" "$w" "$t" "${PPLX_SAMPLES:-200}" > "$bin/lines" 2> "$bin/err"
+    status=$?
     cat "$bin/err" >> "$out/pplx-baseline.log"
+    if [ $status = 0 ]; then
+      tee -a "$out/pplx-baseline.json" < "$bin/lines"
+      continue
+    fi
+    echo "pplx baseline: W = $w, $t tokens failed (exit status $status)"
+    tail -20 "$bin/err"
+    rc=1
+    mps_recover "after a failed pplx-kernels run"
+    break 2
   done
 done
 mps_stop

@@ -29,7 +29,8 @@ command -v nvcc >/dev/null 2>&1 || { echo "pplx baseline: no nvcc"; exit 2; }
 read -r inc lib _ < <(bash scripts/gpu-nvshmem-build.sh find) || { echo "pplx baseline: no NVSHMEM"; exit 2; }
 bin=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-pplx.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
-flags=(-std=c++17 -O3 -rdc=true -gencode "arch=compute_$arch,code=sm_$arch" -I"$src" -I"$inc" -Wno-deprecated-gpu-targets)
+# --expt-relaxed-constexpr: its kernels call std::min in device code (its CMake build gets the flag from PyTorch's)
+flags=(-std=c++17 -O3 -rdc=true --expt-relaxed-constexpr -gencode "arch=compute_$arch,code=sm_$arch" -I"$src" -I"$inc" -Wno-deprecated-gpu-targets)
 build() {
   local pids=() f rc=0
   for f in "$src/all_to_all/internode_dispatch.cu" "$src/all_to_all/internode_combine.cu" \

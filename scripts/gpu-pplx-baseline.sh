@@ -6,7 +6,8 @@
 # the git-ignored folder .pplx-kernels/ (or $PPLX_KERNELS_SRC), made on a machine with network access:
 #
 #   git clone https://github.com/perplexityai/pplx-kernels /tmp/pplx && \
-#     mkdir -p .pplx-kernels && git -C /tmp/pplx archive 12cecfd csrc LICENSE | tar -x -C .pplx-kernels
+#     mkdir -p .pplx-kernels && git -C /tmp/pplx archive 12cecfd csrc LICENSE | tar -x -C .pplx-kernels && \
+#     echo 12cecfd > .pplx-kernels/COMMIT
 #
 # and carried with the run. Builds pplx-kernels' NVSHMEM all-to-all (AllToAllInterNode) with the
 # program against the NVSHMEM wheel, starts MPS, and for each world size and token count runs W
@@ -43,7 +44,9 @@ build() {
   nvcc "${flags[@]}" "$bin"/*.o "$lib/libnvshmem_device.a" -o "$bin/pplx_baseline" \
     -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda
 }
-echo "pplx baseline: building pplx-kernels $(cat "${PPLX_KERNELS_SRC:-$root/.pplx-kernels}/COMMIT" 2>/dev/null) against $inc"
+PPLX_KERNELS_COMMIT=$(cat "${PPLX_KERNELS_SRC:-$root/.pplx-kernels}/COMMIT" 2>/dev/null || echo unknown)
+export PPLX_KERNELS_COMMIT
+echo "pplx baseline: building pplx-kernels $PPLX_KERNELS_COMMIT against $inc"
 build > "$out/pplx-build.log" 2>&1 || { echo "pplx baseline: build failed"; tail -30 "$out/pplx-build.log"; exit 5; }
 # shellcheck source=scripts/mps.sh
 source scripts/mps.sh

@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <random>
 #include <string>
@@ -83,6 +84,7 @@ struct Shared {
     int captured[kMaxWorld];              // host-graph: the rank captured its graphs
     int wayRan[kWays];                    // rank 0: the way ran (host-graph: every rank captured)
     char problem[kMaxWorld][256];         // a rank's failed check, empty when it passed
+    char gpu[256];                        // rank 0: the device's name
 };
 
 // One rank's inputs, a pure function of its rank (every rank regenerates every rank's to check).
@@ -373,6 +375,9 @@ int runProcess(Shared* s, int rank, int world, int m, int samples) {
     setenv("NVSHMEM_SYMMETRIC_SIZE", std::to_string(symmetric).c_str(), 0);
     CUDA_OK(cudaSetDevice(0));
     if (rank == 0) {
+        cudaDeviceProp props;
+        CUDA_OK(cudaGetDeviceProperties(&props, 0));
+        std::snprintf(s->gpu, sizeof(s->gpu), "%s", props.name);
         if (nvshmemx_get_uniqueid(&s->uid) != 0) {
             std::fprintf(stderr, "rank 0: nvshmemx_get_uniqueid failed\n");
             return 1;
@@ -489,6 +494,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "pplx_baseline: W = %d, %d tokens: a process failed\n", world, tokens);
         return 1;
     }
+    // what the results record beside the figures (BENCHMARKS.md, "Record")
+    char date[16];
+    std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+    const char* pplxCommit = std::getenv("PPLX_KERNELS_COMMIT");
+    char record[512];
+    std::snprintf(record, sizeof(record),
+                  "\"gpu\": \"%s\", \"mode\": \"%d processes on 1 GPU under MPS\", \"date\": \"%s\", "
+                  "\"pplxCommit\": \"%s\"",
+                  s->gpu, world, date, pplxCommit != nullptr ? pplxCommit : "unknown");
     for (int way = 0; way < kWays; way++) {
         if (s->wayRan[way] == 0) {
             std::printf("{\"library\": \"pplx-kernels\", \"world\": %d, \"tokens\": %d, \"timing\": \"%s\", "
@@ -497,8 +512,8 @@ int main(int argc, char** argv) {
             continue;
         }
         std::printf("{\"library\": \"pplx-kernels\", \"preset\": \"deepseek-v3\", \"world\": %d, \"tokens\": %d, "
-                    "\"timing\": \"%s\", \"samples\": %d, \"verified\": true, %s, %s}\n",
-                    world, tokens, kWayNames[way], samples,
+                    "\"timing\": \"%s\", \"samples\": %d, %s, \"verified\": true, %s, %s}\n",
+                    world, tokens, kWayNames[way], samples, record,
                     stats("dispatch", s->dispatchMs[way], world, samples).c_str(),
                     stats("combine", s->combineMs[way], world, samples).c_str());
     }

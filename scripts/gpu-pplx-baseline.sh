@@ -5,9 +5,9 @@
 # project: its csrc/ folder at commit 12cecfd (the commit of BENCHMARKS.md's reference figures) in
 # the git-ignored folder .pplx-kernels/ (or $PPLX_KERNELS_SRC), made on a machine with network access:
 #
-#   git clone https://github.com/perplexityai/pplx-kernels /tmp/pplx && \
-#     mkdir -p .pplx-kernels && git -C /tmp/pplx archive 12cecfd csrc LICENSE | tar -x -C .pplx-kernels && \
-#     echo 12cecfd > .pplx-kernels/COMMIT
+#   git clone https://github.com/perplexityai/pplx-kernels .pplx-kernels/git && \
+#     git -C .pplx-kernels/git archive 12cecfd csrc LICENSE | tar -x -C .pplx-kernels && \
+#     echo 12cecfd > .pplx-kernels/COMMIT && rm -rf .pplx-kernels/git
 #
 # and carried with the run. Builds pplx-kernels' NVSHMEM all-to-all (AllToAllInterNode) with the
 # program against the NVSHMEM wheel, starts MPS, and for each world size and token count runs W

@@ -250,6 +250,12 @@ int deviceCopy(T** dst, const std::vector<T>& src) {
     return 0;
 }
 
+// Keeps a rank's check result for the parent to print; true when the check failed.
+bool failedCheck(Shared* s, int rank, const std::string& problem) {
+    std::snprintf(s->problem[rank], sizeof(s->problem[rank]), "%s", problem.c_str());
+    return !problem.empty();
+}
+
 // Captures dispatch and combine as one graph each; false (and nothing captured) when the driver
 // refuses, which every rank then learns at the next host barrier.
 bool captureGraphs(Rank& r, cudaGraphExec_t* dispatchGraph, cudaGraphExec_t* combineGraph) {
@@ -321,12 +327,8 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
         if (way != 0 || check) {
             CUDA_OK(cudaEventSynchronize(e[1]));
         }
-        if (check) {
-            std::string problem = checkDispatch(r, all);
-            std::snprintf(s->problem[r.rank], sizeof(s->problem[r.rank]), "%s", problem.c_str());
-            if (!problem.empty()) {
-                return 1;
-            }
+        if (check && failedCheck(s, r.rank, checkDispatch(r, all))) {
+            return 1;
         }
         if (way != 0 && !spinBarrier(&s->sync, ++*epoch, r.world)) {
             return 1;
@@ -341,12 +343,8 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
         if (way != 0 || check || (i + 1) % kQueued == 0 || i == total - 1) {
             CUDA_OK(cudaEventSynchronize(e[3]));
         }
-        if (check) {
-            std::string problem = checkCombine(r, all[r.rank]);
-            std::snprintf(s->problem[r.rank], sizeof(s->problem[r.rank]), "%s", problem.c_str());
-            if (!problem.empty()) {
-                return 1;
-            }
+        if (check && failedCheck(s, r.rank, checkCombine(r, all[r.rank]))) {
+            return 1;
         }
     }
     CUDA_OK(cudaStreamSynchronize(r.stream));

@@ -45,9 +45,9 @@ import org.moecomm.kernels.api.Specialize;
  *
  * <p><b>Compiled for the handle.</b> Every int parameter that a handle fixes (its shapes and
  * choices) is {@link Specialize}d, so a handle's kernels carry them as constants, and the GPU
- * runner compiles them for the handle's block size too ({@code Kernel.forBlockThreads}); what
- * changes between rounds or ranks ({@code fixedTokens}, {@code rank}, the wait's tag) stays a
- * parameter.
+ * runner compiles them for the handle's block size too ({@code Kernel.specializedFor}; combine
+ * recv, declared {@link AnyBlockSize}, for any); what changes between rounds or ranks
+ * ({@code fixedTokens}, {@code rank}, the wait's tag) stays a parameter.
  *
  * <p><b>Where a peer is mapped</b> ({@code peerModes[pe] == }{@link #PEER_DIRECT}, NVLink or P2P)
  * rows are stored straight into its buffer through {@code peerBuf}, its address from the host's

@@ -98,7 +98,7 @@ class LibraryKernelsTest {
         values[SEND_QUANTIZE_FROM + 1] = 1; // pairNotes: the one-launch dispatch takes its slots in source order
         values[DISPATCH_SEND.length] = 4;
         // as the GPU runner compiles it: for the protocol's blocks of 256 threads too
-        Kernel special = specialised(dispatch, values).forBlockThreads(256);
+        Kernel special = launched(dispatch, 256, values);
         PtxKernel k = PtxCompiler.hopper().compile(special);
         assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "its launch bounds, as before");
         assertFalse(k.ptx().contains("%ntid.x"), "the block size is a constant");

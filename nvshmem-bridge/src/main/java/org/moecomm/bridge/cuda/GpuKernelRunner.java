@@ -228,10 +228,10 @@ public final class GpuKernelRunner implements KernelRunner {
     }
 
     /**
-     * {@code kernel} specialised for the values {@code args} give its {@link org.moecomm.kernels.api.Specialize}d
-     * parameters and, where it has such parameters, for blocks of {@code threads} threads
-     * ({@link Kernel#forBlockThreads}): the kernel this runner compiles and launches for those
-     * arguments and that block size.
+     * {@code kernel} as this runner compiles and launches it for these arguments and blocks of
+     * {@code threads} threads: the one rule of {@link Kernel#specializedFor(int[], Object[], int)}
+     * (its {@link org.moecomm.kernels.api.Specialize}d parameters' values, and the block size unless
+     * it is declared {@link org.moecomm.kernels.api.AnyBlockSize}).
      */
     public Kernel specialize(Kernel kernel, int threads, Object... args) {
         return target(kernel, args, threads).kernel;

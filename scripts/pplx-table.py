@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Ours against pplx-kernels from one device session: our A/B runs (scripts/gpu-ab.sh, graph
+replay) beside pplx-kernels timed by scripts/gpu-pplx-baseline.sh, median us, means of the runs.
+
+    python3 scripts/pplx-table.py DIR [--group ours] [--preset deepseek-v3] [--timing host-graph]
+
+DIR holds the session's ab-<label>-w<W>.json files (a group's runs: its label with trailing digits,
+as scripts/ab-table.py groups them) and its pplx-baseline*.json files. The first table sets both
+libraries' slowest rank per sample against each other, rank 0's median in brackets; --timing picks
+pplx-kernels' way of timing (host-graph: ours, each operation replayed from a CUDA graph after a
+host barrier; host-plain; stream: its own loop). The second gives pplx-kernels' own loop
+(stream) for reference. Only lines whose outputs were checked ("verified": true) count.
+"""
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import statistics
+from collections import defaultdict
+
+_spec = importlib.util.spec_from_file_location('ab_table', os.path.join(os.path.dirname(__file__), 'ab-table.py'))
+ab_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ab_table)
+
+
+def load_pplx(directory):
+    """{(timing, world, tokens): [line, ...]} from the directory's pplx-baseline*.json."""
+    runs = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(directory, 'pplx-baseline*.json'))):
+        with open(path) as f:
+            for line in f:
+                if not line.startswith('{'):
+                    continue
+                o = json.loads(line)
+                if o.get('verified') is True:
+                    runs[(o['timing'], o['world'], o['tokens'])].append(o)
+    return runs
+
+
+def mean(values):
+    return statistics.mean(values) if values else None
+
+
+def pair(slowest, rank0):
+    if slowest is None:
+        return '-'
+    return '%.1f (%.1f)' % (slowest, rank0) if rank0 is not None else '%.1f' % slowest
+
+
+def ours(results, op):
+    return pair(mean([o[f'{op}MedianUs'] for o in results]),
+                mean([o[f'rank0{op.capitalize()}MedianUs'] for o in results if o.get(f'rank0{op.capitalize()}MedianUs')]))
+
+
+def theirs(lines, op):
+    return pair(mean([o[op]['slowestMedianUs'] for o in lines]), mean([o[op]['rank0MedianUs'] for o in lines]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('directory')
+    parser.add_argument('--group', default='ours', help="our runs' label without its digits")
+    parser.add_argument('--preset', default='deepseek-v3')
+    parser.add_argument('--timing', default='host-graph', choices=['host-graph', 'host-plain', 'stream'])
+    args = parser.parse_args()
+    mine = {(w, t): r for (g, w, t), r in ab_table.load(args.directory, args.preset, 'graph').items() if g == args.group}
+    pplx = load_pplx(args.directory)
+    cells = sorted({(w, t) for w, t in mine} | {(w, t) for _, w, t in pplx}, key=lambda c: (-c[0], c[1]))
+    if not cells:
+        raise SystemExit(f'no results in {args.directory}')
+    print(f'slowest rank (rank 0), pplx-kernels timed {args.timing}')
+    print()
+    print('| W | tokens | ours dispatch | pplx dispatch | ours combine | pplx combine |')
+    print('|---|---|---|---|---|---|')
+    for w, t in cells:
+        got, lines = mine.get((w, t), []), pplx.get((args.timing, w, t), [])
+        print(f'| {w} | {t} | {ours(got, "dispatch")} | {theirs(lines, "dispatch")} '
+              f'| {ours(got, "combine")} | {theirs(lines, "combine")} |')
+    print()
+    print("pplx-kernels' own loop (stream): slowest rank (rank 0)")
+    print()
+    print('| W | tokens | dispatch | combine |')
+    print('|---|---|---|---|')
+    for w, t in cells:
+        lines = pplx.get(('stream', w, t), [])
+        print(f'| {w} | {t} | {theirs(lines, "dispatch")} | {theirs(lines, "combine")} |')
+
+
+if __name__ == '__main__':
+    main()

@@ -505,8 +505,8 @@ int main(int argc, char** argv) {
     for (int way = 0; way < kWays; way++) {
         if (s->wayRan[way] == 0) {
             std::printf("{\"library\": \"pplx-kernels\", \"world\": %d, \"tokens\": %d, \"timing\": \"%s\", "
-                        "\"ran\": false, \"why\": \"its kernels could not be captured as CUDA graphs\"}\n",
-                        world, tokens, kWayNames[way]);
+                        "%s, \"ran\": false, \"why\": \"its kernels could not be captured as CUDA graphs\"}\n",
+                        world, tokens, kWayNames[way], record);
             continue;
         }
         std::printf("{\"library\": \"pplx-kernels\", \"preset\": \"deepseek-v3\", \"world\": %d, \"tokens\": %d, "

@@ -16,7 +16,8 @@
 # $OUT/pplx-baseline.json, each run's output checked against the inputs first.
 # Environment: PPLX_WORLDS (default "4 2"), PPLX_TOKENS (default "1 8 32 128"), PPLX_SAMPLES
 # (default 200), PPLX_RUN_TIMEOUT_S (one world and token count, default 90), PPLX_KERNELS_SRC,
-# CUDA_ARCH (default 90a), OUT.
+# CUDA_ARCH (default 90a), OUT, PPLX_BUILD_DIR (a folder that keeps the program for the next call,
+# which then skips the build; scripts/gpu-pplx-same-run.sh runs it so).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -28,8 +29,13 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 [ -f "$src/all_to_all/internode.h" ] || { echo "pplx baseline: no pplx-kernels source at $src (see this script's header)"; exit 2; }
 command -v nvcc >/dev/null 2>&1 || { echo "pplx baseline: no nvcc"; exit 2; }
 read -r inc lib _ < <(bash scripts/gpu-nvshmem-build.sh find) || { echo "pplx baseline: no NVSHMEM"; exit 2; }
-bin=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-pplx.XXXXXX")
-trap 'rm -rf "$bin"' EXIT
+if [ -n "${PPLX_BUILD_DIR:-}" ]; then
+  bin=$PPLX_BUILD_DIR   # kept: a later call with the same folder runs the program built here
+  mkdir -p "$bin"
+else
+  bin=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-pplx.XXXXXX")
+  trap 'rm -rf "$bin"' EXIT
+fi
 # --expt-relaxed-constexpr: its kernels call std::min in device code (its CMake build gets the flag from PyTorch's)
 flags=(-std=c++17 -O3 -rdc=true --expt-relaxed-constexpr -gencode "arch=compute_$arch,code=sm_$arch" -I"$src" -I"$inc" -Wno-deprecated-gpu-targets)
 build() {
@@ -47,7 +53,11 @@ build() {
 PPLX_KERNELS_COMMIT=$(cat "${PPLX_KERNELS_SRC:-$root/.pplx-kernels}/COMMIT" 2>/dev/null || echo unknown)
 export PPLX_KERNELS_COMMIT
 echo "pplx baseline: building pplx-kernels $PPLX_KERNELS_COMMIT against $inc"
-build > "$out/pplx-build.log" 2>&1 || { echo "pplx baseline: build failed"; tail -30 "$out/pplx-build.log"; exit 5; }
+if [ -x "$bin/pplx_baseline" ]; then
+  echo "pplx baseline: the program built before in $bin"
+else
+  build > "$out/pplx-build.log" 2>&1 || { echo "pplx baseline: build failed"; tail -30 "$out/pplx-build.log"; exit 5; }
+fi
 # shellcheck source=scripts/mps.sh
 source scripts/mps.sh
 export MPS_LOG="$out/mps.log"

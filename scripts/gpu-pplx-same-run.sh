@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, in the repository root: ours and pplx-kernels side by side in one call,
+# the comparison of docs/benchmarks.md, "pplx-kernels by our method". Alternates SAME_RUN_REPEATS
+# (default 2) times our graph-replay benchmark of the bundle's jars (scripts/gpu-ab.sh, variant
+# SAME_RUN_VARIANT, default base: scripts/make-ab-variant.sh base HEAD) with pplx-kernels timed by
+# scripts/gpu-pplx-baseline.sh (built once), so that a drift of the machine falls on both alike.
+# Needs .gpu-carry (scripts/make-gpu-bundle.sh and the variant) and .pplx-kernels (the header of
+# scripts/gpu-pplx-baseline.sh) carried.
+#
+#   bash scripts/gpu-pplx-same-run.sh        # SAME_RUN_CHECK=1: the whole GPU check first (gpu-ab.sh's
+#                                            # AB_CHECK), its logs and reports in $OUT/same-run/check/
+#
+# Writes into $OUT/same-run/ what scripts/pplx-table.py reads: ab-ours<i>-w<W>.json (ab-ours-w<W>.json
+# for the first) and pplx-baseline-run<i>.json, with each run's logs beside them; prints the table
+# (slowest rank, rank 0 in brackets) when python3 is there. Environment: SAME_RUN_WORLDS (default
+# "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET (default deepseek-v3), and those of
+# the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when every run wrote its results, else 1.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="${OUT:-$root/gpu-out}"
+dest="$out/same-run"
+mkdir -p "$dest"
+repeats="${SAME_RUN_REPEATS:-2}"
+worlds="${SAME_RUN_WORLDS:-4 2}"
+tokens="${SAME_RUN_TOKENS:-1,8,32,128}"
+bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph --tokens $tokens"
+work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-same-run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export PPLX_BUILD_DIR="$work/pplx-bin" PPLX_WORLDS="$worlds" PPLX_TOKENS="${tokens//,/ }"
+mkdir -p "$PPLX_BUILD_DIR"
+rc=0
+for i in $(seq 1 "$repeats"); do
+  label=ours; [ "$i" = 1 ] || label="ours$i"
+  check=0; [ "$i" = 1 ] && check="${SAME_RUN_CHECK:-0}"
+  echo "== run $i of $repeats: ours ($label), then pplx-kernels"
+  # the check's logs and reports stay in same-run/check/, beside that run's ab.tgz
+  abdir="$work/ab$i"; [ "$check" = 1 ] && abdir="$dest/check"
+  OUT="$abdir" AB_CHECK=$check GPU_BENCH=0 AB_WORLDS="$worlds" \
+    AB_SPECS="$label|${SAME_RUN_VARIANT:-base}||$bench|" bash scripts/gpu-ab.sh
+  mkdir -p "$work/ab$i"
+  tar -xzf "$abdir/ab.tgz" -C "$work/ab$i" 2>/dev/null
+  for f in "$work/ab$i"/ab/ab-"$label"-w*.json "$work/ab$i/ab/ab-$label.log"; do
+    [ -f "$f" ] && cp "$f" "$dest/"
+  done
+  ls "$dest"/ab-"$label"-w*.json >/dev/null 2>&1 || { echo "run $i: ours wrote no results (ab-$label.log)"; rc=1; }
+  OUT="$work/pplx$i" bash scripts/gpu-pplx-baseline.sh > "$dest/pplx-baseline-run$i.log" 2>&1 \
+    || { echo "run $i: pplx-kernels failed, see pplx-baseline-run$i.log"; tail -5 "$dest/pplx-baseline-run$i.log"; rc=1; }
+  cp "$work/pplx$i/pplx-baseline.json" "$dest/pplx-baseline-run$i.json" 2>/dev/null
+  cp "$work/pplx$i/pplx-baseline.log" "$dest/pplx-baseline-run$i.stderr.log" 2>/dev/null
+  cp "$work/pplx$i/pplx-build.log" "$dest/" 2>/dev/null
+done
+if command -v python3 >/dev/null 2>&1; then
+  python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" | tee "$dest/table.md"
+fi
+exit $rc

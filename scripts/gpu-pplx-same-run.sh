@@ -7,26 +7,29 @@
 # Needs .gpu-carry (scripts/make-gpu-bundle.sh and the variant) and .pplx-kernels (the header of
 # scripts/gpu-pplx-baseline.sh) carried.
 #
-#   bash scripts/gpu-pplx-same-run.sh        # SAME_RUN_CHECK=1: the whole GPU check first (gpu-ab.sh's
-#                                            # AB_CHECK), its logs and reports in $OUT/same-run/check/
+#   bash scripts/gpu-pplx-same-run.sh        # SAME_RUN_CHECK=1: the whole GPU check first (gpu-ab.sh's AB_CHECK)
 #
-# Writes into $OUT/same-run/ what scripts/pplx-table.py reads: ab-ours<i>-w<W>.json (ab-ours-w<W>.json
-# for the first) and pplx-baseline-run<i>.json, with each run's logs beside them; prints the table
-# (slowest rank, rank 0 in brackets) when python3 is there. Environment: SAME_RUN_WORLDS (default
-# "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET (default deepseek-v3), and those of
-# the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when every run wrote its results, else 1.
+# Packs into $OUT/same-run.tgz (one archive to copy back, renewed after every run, so that a call
+# cut off by its time limit keeps the runs before) the folder same-run/ with what
+# scripts/pplx-table.py reads: ab-ours<i>-w<W>.json (ab-ours-w<W>.json for the first) and
+# pplx-baseline-run<i>.json, each run's logs beside them, the GPU check's in check/. Prints the table
+# (slowest rank, rank 0 in brackets) when python3 is there, also into $OUT/same-run-table.md.
+# Environment: SAME_RUN_WORLDS (default "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET
+# (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when every
+# run wrote its results, else 1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out="${OUT:-$root/gpu-out}"
-dest="$out/same-run"
-mkdir -p "$dest"
+mkdir -p "$out"
 repeats="${SAME_RUN_REPEATS:-2}"
 worlds="${SAME_RUN_WORLDS:-4 2}"
 tokens="${SAME_RUN_TOKENS:-1,8,32,128}"
 bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph --tokens $tokens"
 work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-same-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+dest="$work/same-run"
+mkdir -p "$dest"
 export PPLX_BUILD_DIR="$work/pplx-bin" PPLX_WORLDS="$worlds" PPLX_TOKENS="${tokens//,/ }"
 mkdir -p "$PPLX_BUILD_DIR"
 rc=0
@@ -49,8 +52,9 @@ for i in $(seq 1 "$repeats"); do
   cp "$work/pplx$i/pplx-baseline.json" "$dest/pplx-baseline-run$i.json" 2>/dev/null
   cp "$work/pplx$i/pplx-baseline.log" "$dest/pplx-baseline-run$i.stderr.log" 2>/dev/null
   cp "$work/pplx$i/pplx-build.log" "$dest/" 2>/dev/null
+  tar -C "$work" -czf "$out/same-run.tgz" same-run
 done
 if command -v python3 >/dev/null 2>&1; then
-  python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" | tee "$dest/table.md"
+  python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" | tee "$out/same-run-table.md"
 fi
 exit $rc

@@ -15,8 +15,8 @@
 # pplx-baseline-run<i>.json, each run's logs beside them, the GPU check's in check/. Prints the table
 # (slowest rank, rank 0 in brackets) when python3 is there, also into $OUT/same-run-table.md.
 # Environment: SAME_RUN_WORLDS (default "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET
-# (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when every
-# run wrote its results, else 1.
+# (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when the
+# check (if asked for) passed and every run wrote its results, else 1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -40,7 +40,10 @@ for i in $(seq 1 "$repeats"); do
   # the check's logs and reports stay in same-run/check/, beside that run's ab.tgz
   abdir="$work/ab$i"; [ "$check" = 1 ] && abdir="$dest/check"
   OUT="$abdir" AB_CHECK=$check GPU_BENCH=0 AB_WORLDS="$worlds" \
-    AB_SPECS="$label|${SAME_RUN_VARIANT:-base}||$bench|" bash scripts/gpu-ab.sh
+    AB_SPECS="$label|${SAME_RUN_VARIANT:-base}||$bench|" bash scripts/gpu-ab.sh | tee "$work/ab$i.out"
+  if [ "$check" = 1 ] && ! grep -q "^GPU check exit status: 0$" "$work/ab$i.out"; then
+    echo "the GPU check failed: see same-run/check/"; rc=1
+  fi
   mkdir -p "$work/ab$i"
   tar -xzf "$abdir/ab.tgz" -C "$work/ab$i" 2>/dev/null
   for f in "$work/ab$i"/ab/ab-"$label"-w*.json "$work/ab$i/ab/ab-$label.log"; do

@@ -20,22 +20,24 @@ import statistics
 from collections import defaultdict
 
 
+def json_lines(path):
+    """The JSON objects of a results file, one per line (other lines, such as logs, skipped)."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.startswith('{')]
+
+
 def load(directory, preset, launch):
     """{(group, world, tokens): [result, ...]} from the phase files of the directory."""
     runs = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(directory, 'ab-*-w*.json'))):
         label, world = os.path.basename(path)[len('ab-'):-len('.json')].rsplit('-', 1)
         group = re.sub(r'\d+$', '', label)
-        with open(path) as f:
-            for line in f:
-                if not line.startswith('{'):
-                    continue
-                o = json.loads(line)
-                if o.get('dispatchMedianUs') is None or o.get('preset') != preset or o.get('launch') != launch:
-                    continue
-                if o.get('group') != 1:
-                    continue
-                runs[(group, int(world[1:]), o['tokens'])].append(o)
+        for o in json_lines(path):
+            if o.get('dispatchMedianUs') is None or o.get('preset') != preset or o.get('launch') != launch:
+                continue
+            if o.get('group') != 1:
+                continue
+            runs[(group, int(world[1:]), o['tokens'])].append(o)
     return runs
 
 

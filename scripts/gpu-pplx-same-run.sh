@@ -31,7 +31,6 @@ trap 'rm -rf "$work"' EXIT
 dest="$work/same-run"
 mkdir -p "$dest"
 export PPLX_BUILD_DIR="$work/pplx-bin" PPLX_WORLDS="$worlds" PPLX_TOKENS="${tokens//,/ }"
-mkdir -p "$PPLX_BUILD_DIR"
 rc=0
 for i in $(seq 1 "$repeats"); do
   label=ours; [ "$i" = 1 ] || label="ours$i"

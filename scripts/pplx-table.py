@@ -14,7 +14,6 @@ host barrier; host-plain; stream: its own loop). The second gives pplx-kernels' 
 import argparse
 import glob
 import importlib.util
-import json
 import os
 import statistics
 from collections import defaultdict
@@ -28,13 +27,9 @@ def load_pplx(directory):
     """{(timing, world, tokens): [line, ...]} from the directory's pplx-baseline*.json."""
     runs = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(directory, 'pplx-baseline*.json'))):
-        with open(path) as f:
-            for line in f:
-                if not line.startswith('{'):
-                    continue
-                o = json.loads(line)
-                if o.get('verified') is True:
-                    runs[(o['timing'], o['world'], o['tokens'])].append(o)
+        for o in ab_table.json_lines(path):
+            if o.get('verified') is True:
+                runs[(o['timing'], o['world'], o['tokens'])].append(o)
     return runs
 
 

@@ -2,7 +2,7 @@
 // with no library in the way: the floor under a replayed dispatch's time (docs/benchmarks.md, "The
 // floor under a W = 4 round").
 //
-//   graph_start W ROUNDS [BLOCKS [THREADS [join]]]
+//   graph_start W ROUNDS [BLOCKS [THREADS [join|wide]]]
 //
 // Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W
 // (as the benchmark's ranks do; the environment's GRAPH_START_PERCENT, 1-100, instead when set),
@@ -10,7 +10,9 @@
 // writes %globaltimer, the GPU's clock for every process: give the dispatch kernel's grid to see
 // whether its shape costs anything), and per round: meets the others at a spin barrier in shared
 // memory, records a start event, replays the graph, records an end event and waits for it, the
-// way `moecomm bench` times a replayed half. The first tenth of the rounds is warm-up. Prints one
+// way `moecomm bench` times a replayed half (GRAPH_START_LAUNCH=plain: the kernel launched with
+// cuLaunchKernel every round instead, as the benchmark's plain mode launches). The first tenth of
+// the rounds is warm-up. Prints one
 // JSON line of medians and p90s over the timed rounds, in us: the slowest process's event time per
 // round (the benchmark's method), process 0's (pplx-kernels'), and the spread of the kernels'
 // entries across the processes.
@@ -23,6 +25,9 @@
 // once the last process's has started: the slowest process's time is what an all-to-all pays
 // before it moves a byte, and the JSON adds the fence's median and the time from the last
 // process's entry to the round's end.
+//
+// `wide` is `stamp` with 40 more 8-byte parameters that it does not read: a launch that carries
+// about as many parameter bytes as the one-launch dispatch, to tell the parameters' share.
 #include "driver_util.h"
 #include "forked_ranks.h"
 
@@ -35,15 +40,18 @@
 #include <string>
 #include <vector>
 
-static const char* kPtx =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry stamp(.param .u64 out)\n"
+constexpr int kWideParams = 40; // the wide kernel's parameters after out
+
+// stamp's body: the grid's first thread writes %globaltimer to out[0]
+static const char* kStampBody =
     "{\n .reg .b64 %rd<4>;\n .reg .b32 %r<3>;\n .reg .pred %p<1>;\n"
     " mov.u32 %r0, %tid.x;\n mov.u32 %r1, %ctaid.x;\n or.b32 %r2, %r0, %r1;\n"
     " setp.ne.u32 %p0, %r2, 0;\n @%p0 bra DONE;\n"
     " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
     " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
-    "DONE:\n ret;\n}\n"
+    "DONE:\n ret;\n}\n";
+
+static const char* kJoinPtx =
     // join(out, counter, payload, roundWord, arrivals): out[0..3] = entry, before the fence, after
     // it, every arrival seen (the first thread of the grid); the round lives in roundWord. A wait
     // is bounded (1 s of %globaltimer): past it the first thread writes the counter as last seen
@@ -80,6 +88,18 @@ static const char* kPtx =
     "ARRIVED:\n @!%p0 bra DONE;\n mov.u64 %rd8, %globaltimer;\n st.global.u64 [%rd1+24], %rd8;\n"
     " st.global.u64 [%rd7], %rd9;\n"
     "DONE:\n ret;\n}\n";
+
+// The module: stamp, wide (stamp's body behind kWideParams more parameters) and join.
+static std::string modulePtx() {
+    std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+    ptx += std::string(".visible .entry stamp(.param .u64 out)\n") + kStampBody;
+    ptx += ".visible .entry wide(.param .u64 out";
+    for (int i = 0; i < kWideParams; i++) {
+        ptx += ", .param .u64 unused" + std::to_string(i);
+    }
+    ptx += std::string(")\n") + kStampBody;
+    return ptx + kJoinPtx;
+}
 
 constexpr int kMaxWorld = 64;
 constexpr int kMaxRounds = 20000;
@@ -118,11 +138,26 @@ static int openJoinBuffer(Shared* s, int rank, size_t bytes, CUdeviceptr* buf) {
     return 0;
 }
 
-static int runProcess(Shared* s, int rank, int world, int rounds, int percent, unsigned blocks, unsigned threads,
-                      bool join) {
-    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(percent).c_str(), 1);
+// How a process runs: the kernel (stamp, wide or join), its grid, and whether it is replayed from a
+// graph or launched plainly every round.
+struct Setup {
+    int world;
+    int rounds;
+    int percent;
+    unsigned blocks;
+    unsigned threads;
+    std::string kernel;
+    bool plain;
+};
+
+static int runProcess(Shared* s, int rank, const Setup& setup) {
+    const int world = setup.world, rounds = setup.rounds;
+    const unsigned blocks = setup.blocks, threads = setup.threads;
+    const bool join = setup.kernel == "join";
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(setup.percent).c_str(), 1);
     DriverKernel k;
-    if (openKernel(kPtx, join ? "join" : "stamp", &k) != 0) {
+    const std::string ptx = modulePtx();
+    if (openKernel(ptx.c_str(), setup.kernel.c_str(), &k) != 0) {
         return 1;
     }
     CUstream stream = k.stream;
@@ -131,6 +166,11 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
     CHECK(cuMemAlloc(&stamps, kStampWords * sizeof(unsigned long long)));
     CHECK(cuMemsetD8(stamps, 0, kStampWords * sizeof(unsigned long long)));
     void* stampParams[] = {&stamps};
+    unsigned long long unused[kWideParams] = {};
+    void* wideParams[1 + kWideParams] = {&stamps};
+    for (int i = 0; i < kWideParams; i++) {
+        wideParams[1 + i] = &unused[i];
+    }
     void* joinParams[] = {&stamps, &joinBuf, &payload, &roundWord, &arrivals};
     if (join) {
         if (openJoinBuffer(s, rank, kCounterBytes + world * blocks * kRowBytes, &joinBuf) != 0) {
@@ -141,13 +181,16 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
         CHECK(cuMemsetD8(roundWord, 0, sizeof(unsigned long long)));
     }
 
-    CUgraph graph;
-    CUgraphExec exec;
-    CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    CHECK(cuLaunchKernel(k.fn, blocks, 1, 1, threads, 1, 1, 0, stream, join ? joinParams : stampParams, nullptr));
-    CHECK(cuStreamEndCapture(stream, &graph));
-    CHECK(cuGraphInstantiate(&exec, graph, 0));
-    CHECK(cuGraphUpload(exec, stream));
+    void** params = join ? joinParams : setup.kernel == "wide" ? wideParams : stampParams;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    if (!setup.plain) {
+        CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        CHECK(cuLaunchKernel(k.fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
+        CHECK(cuStreamEndCapture(stream, &graph));
+        CHECK(cuGraphInstantiate(&exec, graph, 0));
+        CHECK(cuGraphUpload(exec, stream));
+    }
     CUevent start, end;
     CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
     CHECK(cuEventCreate(&end, CU_EVENT_DEFAULT));
@@ -158,7 +201,11 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
             return 1;
         }
         CHECK(cuEventRecord(start, stream));
-        CHECK(cuGraphLaunch(exec, stream));
+        if (setup.plain) {
+            CHECK(cuLaunchKernel(k.fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
+        } else {
+            CHECK(cuGraphLaunch(exec, stream));
+        }
         CHECK(cuEventRecord(end, stream));
         CHECK(cuEventSynchronize(end));
         CHECK(cuEventElapsedTime(&s->eventMs[rank][round], start, end));
@@ -175,8 +222,10 @@ static int runProcess(Shared* s, int rank, int world, int rounds, int percent, u
     }
     CHECK(cuEventDestroy(start));
     CHECK(cuEventDestroy(end));
-    CHECK(cuGraphExecDestroy(exec));
-    CHECK(cuGraphDestroy(graph));
+    if (!setup.plain) {
+        CHECK(cuGraphExecDestroy(exec));
+        CHECK(cuGraphDestroy(graph));
+    }
     CHECK(cuMemFree(stamps));
     if (join) {
         CHECK(cuMemFree(roundWord));
@@ -196,7 +245,14 @@ int main(int argc, char** argv) {
     int rounds = argc > 2 ? std::atoi(argv[2]) : 0;
     int blocks = argc > 3 ? std::atoi(argv[3]) : 1;
     int threads = argc > 4 ? std::atoi(argv[4]) : 1;
-    bool join = argc > 5 && std::string(argv[5]) == "join";
+    std::string kernel = argc > 5 ? argv[5] : "stamp";
+    bool join = kernel == "join";
+    const char* launchSetting = std::getenv("GRAPH_START_LAUNCH");
+    std::string launch = launchSetting != nullptr ? launchSetting : "graph";
+    if (launch != "graph" && launch != "plain") {
+        std::fprintf(stderr, "graph_start: GRAPH_START_LAUNCH must be graph or plain, not %s\n", launch.c_str());
+        return 2;
+    }
     const char* percentSetting = std::getenv("GRAPH_START_PERCENT");
     int percent = percentSetting != nullptr ? std::atoi(percentSetting) : 100 / std::max(world, 1);
     if (percent < 1 || percent > 100) {
@@ -204,9 +260,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (world < 1 || world > kMaxWorld || rounds < 10 || rounds > kMaxRounds || blocks < 1 || blocks > 65535
-        || threads < 1 || threads > 1024 || (argc > 5 && !join) || (join && blocks > kMaxJoinBlocks) || argc > 6) {
+        || threads < 1 || threads > 1024 || (kernel != "stamp" && kernel != "wide" && !join) || (join && blocks > kMaxJoinBlocks) || argc > 6) {
         std::fprintf(stderr,
-                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
+                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join|wide]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
                      "1 <= BLOCKS <= 65535, at most %d with join, 1 <= THREADS <= 1024)\n",
                      kMaxWorld, kMaxRounds, kMaxJoinBlocks);
         return 2;
@@ -217,7 +273,10 @@ int main(int argc, char** argv) {
     }
     // a failed process stops the others at the barrier instead of letting them launch without it
     if (runForked(&s->sync, world,
-                  [&](int rank) { return runProcess(s, rank, world, rounds, percent, blocks, threads, join); })) {
+                  [&](int rank) {
+                      return runProcess(s, rank, Setup{world, rounds, percent, static_cast<unsigned>(blocks),
+                                                       static_cast<unsigned>(threads), kernel, launch == "plain"});
+                  })) {
         std::fprintf(stderr, "graph_start: a process failed\n");
         return 1;
     }
@@ -241,10 +300,10 @@ int main(int argc, char** argv) {
             lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
         }
     }
-    std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"rounds\": %zu, "
+    std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"launch\": \"%s\", \"rounds\": %zu, "
                 "\"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, \"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, "
                 "\"entrySpreadMedianUs\": %.2f, \"entrySpreadP90Us\": %.2f",
-                world, percent, blocks, threads, join ? "join" : "stamp", slowest.size(), quantile(slowest, 0.5),
+                world, percent, blocks, threads, kernel.c_str(), launch.c_str(), slowest.size(), quantile(slowest, 0.5),
                 quantile(slowest, 0.9), quantile(rank0, 0.5), quantile(rank0, 0.9), quantile(spread, 0.5),
                 quantile(spread, 0.9));
     if (join) {

@@ -2,7 +2,7 @@
 // with no library in the way: the floor under a replayed dispatch's time (docs/benchmarks.md, "The
 // floor under a W = 4 round").
 //
-//   graph_start W ROUNDS [BLOCKS [THREADS [join|wide]]]
+//   graph_start W ROUNDS [BLOCKS [THREADS [join|wide|shared]]]
 //
 // Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W
 // (as the benchmark's ranks do; the environment's GRAPH_START_PERCENT, 1-100, instead when set),
@@ -28,6 +28,9 @@
 //
 // `wide` is `stamp` with 40 more 8-byte parameters that it does not read: a launch that carries
 // about as many parameter bytes as the one-launch dispatch, to tell the parameters' share.
+// `shared` is `stamp` in a block that also holds kSharedBytes of static shared memory, which every
+// thread writes (the one-launch dispatch of a DeepSeek-V3 decode handle has 45068 bytes), to tell
+// the share of a block's resources.
 #include "driver_util.h"
 #include "forked_ranks.h"
 
@@ -40,12 +43,24 @@
 #include <string>
 #include <vector>
 
-constexpr int kWideParams = 40; // the wide kernel's parameters after out
+constexpr int kWideParams = 40;      // the wide kernel's parameters after out
+constexpr int kSharedBytes = 45056;  // the shared kernel's static shared memory (the dispatch has 45068 bytes)
 
 // stamp's body: the grid's first thread writes %globaltimer to out[0]
 static const char* kStampBody =
     "{\n .reg .b64 %rd<4>;\n .reg .b32 %r<3>;\n .reg .pred %p<1>;\n"
     " mov.u32 %r0, %tid.x;\n mov.u32 %r1, %ctaid.x;\n or.b32 %r2, %r0, %r1;\n"
+    " setp.ne.u32 %p0, %r2, 0;\n @%p0 bra DONE;\n"
+    " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
+    " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
+    "DONE:\n ret;\n}\n";
+
+// shared's body: stamp's, and every thread writes its index into the block's shared memory first
+static const char* kSharedBody =
+    " .reg .b64 %rd<4>;\n .reg .b32 %r<6>;\n .reg .pred %p<1>;\n"
+    " mov.u32 %r0, %tid.x;\n mov.u32 %r1, %ctaid.x;\n"
+    " mov.u32 %r3, pool;\n shl.b32 %r4, %r0, 2;\n add.u32 %r5, %r3, %r4;\n st.shared.u32 [%r5], %r0;\n"
+    " bar.sync 0;\n or.b32 %r2, %r0, %r1;\n"
     " setp.ne.u32 %p0, %r2, 0;\n @%p0 bra DONE;\n"
     " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
     " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
@@ -89,7 +104,7 @@ static const char* kJoinPtx =
     " st.global.u64 [%rd7], %rd9;\n"
     "DONE:\n ret;\n}\n";
 
-// The module: stamp, wide (stamp's body behind kWideParams more parameters) and join.
+// The module: stamp, wide (stamp's body behind kWideParams more parameters), shared and join.
 static std::string modulePtx() {
     std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
     ptx += std::string(".visible .entry stamp(.param .u64 out)\n") + kStampBody;
@@ -98,6 +113,8 @@ static std::string modulePtx() {
         ptx += ", .param .u64 unused" + std::to_string(i);
     }
     ptx += std::string(")\n") + kStampBody;
+    ptx += ".visible .entry shared(.param .u64 out)\n{\n .shared .align 16 .b8 pool[" + std::to_string(kSharedBytes)
+           + "];\n" + kSharedBody;
     return ptx + kJoinPtx;
 }
 
@@ -260,9 +277,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (world < 1 || world > kMaxWorld || rounds < 10 || rounds > kMaxRounds || blocks < 1 || blocks > 65535
-        || threads < 1 || threads > 1024 || (kernel != "stamp" && kernel != "wide" && !join) || (join && blocks > kMaxJoinBlocks) || argc > 6) {
+        || threads < 1 || threads > 1024 || (kernel != "stamp" && kernel != "wide" && kernel != "shared" && !join)
+        || (join && blocks > kMaxJoinBlocks) || argc > 6) {
         std::fprintf(stderr,
-                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join|wide]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
+                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join|wide|shared]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
                      "1 <= BLOCKS <= 65535, at most %d with join, 1 <= THREADS <= 1024)\n",
                      kMaxWorld, kMaxRounds, kMaxJoinBlocks);
         return 2;

@@ -55,16 +55,11 @@ static const char* kStampBody =
     " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
     "DONE:\n ret;\n}\n";
 
-// shared's body: stamp's, and every thread writes its index into the block's shared memory first
-static const char* kSharedBody =
-    " .reg .b64 %rd<4>;\n .reg .b32 %r<6>;\n .reg .pred %p<1>;\n"
-    " mov.u32 %r0, %tid.x;\n mov.u32 %r1, %ctaid.x;\n"
-    " mov.u32 %r3, pool;\n shl.b32 %r4, %r0, 2;\n add.u32 %r5, %r3, %r4;\n st.shared.u32 [%r5], %r0;\n"
-    " bar.sync 0;\n or.b32 %r2, %r0, %r1;\n"
-    " setp.ne.u32 %p0, %r2, 0;\n @%p0 bra DONE;\n"
-    " ld.param.u64 %rd0, [out];\n cvta.to.global.u64 %rd1, %rd0;\n"
-    " mov.u64 %rd2, %globaltimer;\n st.global.u64 [%rd1], %rd2;\n"
-    "DONE:\n ret;\n}\n";
+// shared's prologue, before stamp's body (a nested scope): every thread writes its index into the
+// block's shared memory `pool`, then the block meets at a barrier
+static const char* kSharedPrologue =
+    " .reg .b32 %sh<3>;\n mov.u32 %sh0, %tid.x;\n mov.u32 %sh1, pool;\n shl.b32 %sh2, %sh0, 2;\n"
+    " add.u32 %sh1, %sh1, %sh2;\n st.shared.u32 [%sh1], %sh0;\n bar.sync 0;\n";
 
 static const char* kJoinPtx =
     // join(out, counter, payload, roundWord, arrivals): out[0..3] = entry, before the fence, after
@@ -114,7 +109,7 @@ static std::string modulePtx() {
     }
     ptx += std::string(")\n") + kStampBody;
     ptx += ".visible .entry shared(.param .u64 out)\n{\n .shared .align 16 .b8 pool[" + std::to_string(kSharedBytes)
-           + "];\n" + kSharedBody;
+           + "];\n" + kSharedPrologue + kStampBody + "}\n";
     return ptx + kJoinPtx;
 }
 
@@ -155,7 +150,7 @@ static int openJoinBuffer(Shared* s, int rank, size_t bytes, CUdeviceptr* buf) {
     return 0;
 }
 
-// How a process runs: the kernel (stamp, wide or join), its grid, and whether it is replayed from a
+// How a process runs: the kernel (stamp, wide, shared or join), its grid, and whether it is replayed from a
 // graph or launched plainly every round.
 struct Setup {
     int world;
@@ -280,8 +275,9 @@ int main(int argc, char** argv) {
         || threads < 1 || threads > 1024 || (kernel != "stamp" && kernel != "wide" && kernel != "shared" && !join)
         || (join && blocks > kMaxJoinBlocks) || argc > 6) {
         std::fprintf(stderr,
-                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join|wide|shared]]] (1 <= W <= %d, 10 <= ROUNDS <= %d, "
-                     "1 <= BLOCKS <= 65535, at most %d with join, 1 <= THREADS <= 1024)\n",
+                     "usage: graph_start W ROUNDS [BLOCKS [THREADS [join|wide|shared]]] "
+                     "(1 <= W <= %d, 10 <= ROUNDS <= %d, 1 <= BLOCKS <= 65535, at most %d with join, "
+                     "1 <= THREADS <= 1024)\n",
                      kMaxWorld, kMaxRounds, kMaxJoinBlocks);
         return 2;
     }
@@ -318,12 +314,13 @@ int main(int argc, char** argv) {
             lastEntryToJoined.push_back((static_cast<double>(joined) - static_cast<double>(last)) / 1e3);
         }
     }
-    std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", \"launch\": \"%s\", \"rounds\": %zu, "
+    std::printf("{\"world\": %d, \"mpsPercent\": %d, \"blocks\": %d, \"threads\": %d, \"kernel\": \"%s\", "
+                "\"launch\": \"%s\", \"rounds\": %zu, "
                 "\"slowestMedianUs\": %.2f, \"slowestP90Us\": %.2f, \"rank0MedianUs\": %.2f, \"rank0P90Us\": %.2f, "
                 "\"entrySpreadMedianUs\": %.2f, \"entrySpreadP90Us\": %.2f",
-                world, percent, blocks, threads, kernel.c_str(), launch.c_str(), slowest.size(), quantile(slowest, 0.5),
-                quantile(slowest, 0.9), quantile(rank0, 0.5), quantile(rank0, 0.9), quantile(spread, 0.5),
-                quantile(spread, 0.9));
+                world, percent, blocks, threads, kernel.c_str(), launch.c_str(), slowest.size(),
+                quantile(slowest, 0.5), quantile(slowest, 0.9), quantile(rank0, 0.5), quantile(rank0, 0.9),
+                quantile(spread, 0.5), quantile(spread, 0.9));
     if (join) {
         std::printf(", \"fenceMedianUs\": %.2f, \"fenceP90Us\": %.2f, \"lastEntryToJoinedMedianUs\": %.2f",
                     quantile(fence, 0.5), quantile(fence, 0.9), quantile(lastEntryToJoined, 0.5));

@@ -12,9 +12,9 @@
 # process's blocks, :wide for the stamp with 40 more parameters, :shared for the stamp in a block
 # with 44 KB of shared memory; default "1x1 8x256 8x256:join": one thread, the one-launch
 # dispatch's grid at W = 4, 1 token, deepseek-v3, and that grid as an exchange of nothing),
-# GRAPH_START_LAUNCHES (default "graph"; "graph plain" adds every shape
-# launched with cuLaunchKernel each round, as the benchmark's plain mode), GRAPH_START_PERCENT
-# (each process's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, default 100 / W as the benchmark's ranks), OUT.
+# GRAPH_START_LAUNCHES (default "graph"; "graph plain" adds every shape launched with cuLaunchKernel
+# each round, as the benchmark's plain mode), GRAPH_START_PERCENT (each process's
+# CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, default 100 / W as the benchmark's ranks), OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -74,8 +74,10 @@ final class BenchCommand extends RunCommand {
 
     @Option(names = "--start", defaultValue = "host", paramLabel = "HOW", converter = RoundStartConverter.class,
             description = "How ranks start each timed half on the GPU: host (a barrier the host waits for, then the"
-                    + " launches: with launch latency and host skew; default) or device (the barrier only enqueued, the half"
-                    + " behind it, as pplx-kernels' benchmark enqueues its samples: the GPU's time alone).")
+                    + " launches: with launch latency and host skew; default), aligned (the same, then the rank processes"
+                    + " leave a spin barrier together: launch latency without host skew, as pplx_baseline.cu times"
+                    + " pplx-kernels) or device (the barrier only enqueued, the half behind it, as pplx-kernels' benchmark"
+                    + " enqueues its samples: the GPU's time alone).")
     RoundStart start;
 
     @Option(names = "--out-dir", defaultValue = "benchmarks/results",
@@ -111,6 +113,10 @@ final class BenchCommand extends RunCommand {
         if (backend == BackendChoice.Backend.CPU && start == RoundStart.DEVICE) {
             throw new IllegalArgumentException("--start device: the CPU backend has no device stream to enqueue a"
                     + " barrier on; give --start host or --backend gpu");
+        }
+        if (backend == BackendChoice.Backend.CPU && start == RoundStart.ALIGNED) {
+            throw new IllegalArgumentException("--start aligned: the CPU backend's ranks are threads of one process"
+                    + " that leave their barrier together already; give --start host or --backend gpu");
         }
         List<RunSpec> specs = new ArrayList<>();
         for (Preset p : presets) {

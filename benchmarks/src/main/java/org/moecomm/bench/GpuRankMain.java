@@ -30,10 +30,12 @@ import org.moecomm.core.gpu.SymmetricMemory;
  * <p>Starts the GPU backend once with room for a handle of the largest configuration (the
  * handles are made one after the other), measures the copy baseline with every rank
  * ({@link CopyBaseline}), then per spec: a handle, the rank's inputs uploaded once, and
- * {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also
- * drains the stream; with {@link RoundStart#DEVICE} it is only enqueued), CUDA events on the handle's stream around dispatch send and dispatch recv,
- * the experts on the host (untimed), another barrier, events around combine send and combine
- * recv; the checked rounds poison the outputs first and compare with the reference after.
+ * {@link RoundPlan#total()} rounds. Each round: a barrier of all ranks (which also drains the
+ * stream; with {@link RoundStart#DEVICE} it is only enqueued, with {@link RoundStart#ALIGNED} the
+ * hosts then meet at a {@link HostSpinBarrier}), CUDA events on the handle's stream around
+ * dispatch send and dispatch recv, the experts on the host (untimed), another barrier, events
+ * around combine send and combine recv; the checked rounds poison the outputs first and compare
+ * with the reference after.
  *
  * <p>With {@link LaunchMode#GRAPH} the inputs are uploaded with the count in a device buffer,
  * the dispatch calls are captured once into one {@link org.moecomm.core.gpu.RoundGraph} and the combine calls into
@@ -71,7 +73,9 @@ public final class GpuRankMain {
             specs.add(RunSpec.decode(args[i]));
         }
         MoeConfig[] configs = specs.stream().map(RunSpec::config).toArray(MoeConfig[]::new);
-        try (GpuBackend gpu = GpuBackend.start(heapFor(configs))) {
+        try (GpuBackend gpu = GpuBackend.start(heapFor(configs));
+             HostSpinBarrier aligned = plan.start() == RoundStart.ALIGNED ? HostSpinBarrier.open(hostStartFile(dir),
+                     gpu.rank(), gpu.worldSize(), longestWait(configs)) : null) {
             int rank = gpu.rank();
             Path file = RankSamples.file(dir, rank);
             Files.deleteIfExists(file);
@@ -80,7 +84,8 @@ public final class GpuRankMain {
                 RunSpec spec = specs.get(i);
                 long t0 = System.nanoTime();
                 List<String> problems = new ArrayList<>();
-                long[][] samples = run(gpu, spec, configs[i], i == 0 ? plan.warmingTheProcess() : plan, problems);
+                long[][] samples = run(gpu, spec, configs[i], i == 0 ? plan.warmingTheProcess() : plan, aligned,
+                        problems);
                 RankSamples.append(file, RankSamples.lines(i, spec, problems, samples));
                 if (rank == 0) {
                     System.out.printf("%s: %d rounds in %.1f s%s%n", spec, plan.total(), (System.nanoTime() - t0) / 1e9,
@@ -88,6 +93,16 @@ public final class GpuRankMain {
                 }
             }
         }
+    }
+
+    /** The file of the ranks' {@link HostSpinBarrier} for {@link RoundStart#ALIGNED} (made by {@link GpuRunner}). */
+    static Path hostStartFile(Path resultDir) {
+        return resultDir.resolve("host-start.bin");
+    }
+
+    /** The bound of the host spin barrier: the longest wait of the configurations' handles. */
+    private static Duration longestWait(MoeConfig... configs) {
+        return Arrays.stream(configs).map(MoeConfig::waitTimeout).max(Comparator.naturalOrder()).orElseThrow();
     }
 
     /**
@@ -115,7 +130,8 @@ public final class GpuRankMain {
         }
     }
 
-    private static long[][] run(GpuBackend gpu, RunSpec spec, MoeConfig config, RoundPlan plan, List<String> problems) {
+    private static long[][] run(GpuBackend gpu, RunSpec spec, MoeConfig config, RoundPlan plan,
+                                HostSpinBarrier aligned, List<String> problems) {
         Workload workload = spec.workload();
         // computed here, before the collective handle creation, so that no rank computes it while
         // the others wait for it at a bounded barrier
@@ -125,7 +141,7 @@ public final class GpuRankMain {
             // A failure of this rank's own work (its tensors' allocation running out of device
             // memory, a capture) aborts the handle: the peers, already in the round, fail at once
             // naming this rank, instead of timing out while this rank's close waits for them.
-            return h.callOrAbort(() -> runOnHandle(gpu, h, spec, workload, plan, ev, problems));
+            return h.callOrAbort(() -> runOnHandle(gpu, h, spec, workload, plan, aligned, ev, problems));
         } finally {
             for (CudaEvent e : ev) {
                 if (e != null) {
@@ -137,11 +153,13 @@ public final class GpuRankMain {
 
     /** One spec's rounds on its handle {@code h}: its buffers, the graphs in graph mode, the rounds, the closing barrier. */
     private static long[][] runOnHandle(GpuBackend gpu, MoeAllToAll h, RunSpec spec, Workload workload,
-                                        RoundPlan plan, CudaEvent[] ev, List<String> problems) {
+                                        RoundPlan plan, HostSpinBarrier aligned, CudaEvent[] ev,
+                                        List<String> problems) {
         CudaContext ctx = gpu.context();
         boolean graph = spec.launch() == LaunchMode.GRAPH;
         GpuBackend.DeviceTiming timing = gpu.deviceTiming(h);
         CudaStream stream = timing.stream();
+        Runnable start = startOfHalf(plan.start(), timing, aligned);
         for (int e = 0; e < ev.length; e++) {
             ev[e] = ctx.createEvent(true);
         }
@@ -152,11 +170,11 @@ public final class GpuRankMain {
         if (graph) {
             try (HalfGraphs graphs = HalfGraphs.capture(gpu, buffers.handle(), in, buffers.dispatchOutput(),
                     buffers.combineInput(), buffers.out())) {
-                samples = rounds(spec, plan, workload, buffers, timing, ev, graphs.dispatch()::replay,
+                samples = rounds(spec, plan, workload, buffers, start, stream, ev, graphs.dispatch()::replay,
                         graphs.combine()::replay, problems);
             }
         } else {
-            samples = rounds(spec, plan, workload, buffers, timing, ev, () -> {
+            samples = rounds(spec, plan, workload, buffers, start, stream, ev, () -> {
                 h.dispatchSend(in);
                 ev[1].record(stream);
                 h.dispatchRecv(buffers.dispatchOutput());
@@ -172,15 +190,28 @@ public final class GpuRankMain {
         return samples;
     }
 
+    /** What brings the ranks together before each timed half ({@link RoundStart}). */
+    private static Runnable startOfHalf(RoundStart how, GpuBackend.DeviceTiming timing, HostSpinBarrier aligned) {
+        return switch (how) {
+            case HOST -> timing.barrier();
+            case ALIGNED -> () -> {
+                timing.barrier().run();
+                aligned.await();
+            };
+            case DEVICE -> timing.barrierOnStream();
+        };
+    }
+
     /**
-     * The rounds of one spec on its handle: {@code dispatch} and {@code combine} enqueue a half
+     * The rounds of one spec on its handle: {@code start} before each half ({@link #startOfHalf}),
+     * then {@code dispatch} and {@code combine} enqueue a half
      * (plain: the two calls with event 1, resp. 4, recorded between them; graph: one replay).
      * Events 0 and 2 bracket the dispatch, 3 and 5 the combine. Returns the samples
      * {@code [phase][timed round]}; in graph mode the send/recv phases have none.
      */
     private static long[][] rounds(RunSpec spec, RoundPlan plan, Workload workload, RankBuffers buffers,
-                                   GpuBackend.DeviceTiming timing, CudaEvent[] ev, Runnable dispatch, Runnable combine,
-                                   List<String> problems) {
+                                   Runnable start, CudaStream stream, CudaEvent[] ev, Runnable dispatch,
+                                   Runnable combine, List<String> problems) {
         boolean split = spec.launch().timesSendAndRecv();
         long[][] samples = new long[Phases.COUNT][];
         for (int p = 0; p < Phases.COUNT; p++) {
@@ -188,9 +219,7 @@ public final class GpuRankMain {
         }
         MoeAllToAll h = buffers.handle();
         int rank = h.rank();
-        CudaStream stream = timing.stream();
         long[] t = new long[6];
-        Runnable start = plan.start() == RoundStart.DEVICE ? timing.barrierOnStream() : timing.barrier();
         // rank 0's output reaches the launcher's standard error, prefixed [rank 0]
         Progress progress = rank == 0 ? new Progress(System.out, spec.toString(), plan.total(), Progress.INTERVAL)
                 : Progress.none();

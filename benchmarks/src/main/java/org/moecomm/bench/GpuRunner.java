@@ -115,6 +115,9 @@ final class GpuRunner implements Runner {
     private List<Measurement> runLaunch(List<RunSpec> specs, RoundPlan plan, int world, String mode) throws Exception {
         Path dir = Files.createTempDirectory("moecomm-gpu-run");
         try {
+            if (plan.start() == RoundStart.ALIGNED) {
+                HostSpinBarrier.create(GpuRankMain.hostStartFile(dir), world);
+            }
             LocalLauncher.Builder b = LocalLauncher.builder()
                     .worldSize(world)
                     .mainClass(rankMain)

@@ -178,6 +178,12 @@ class CommandsCpuTest {
         IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> device.specs(BackendChoice.Backend.CPU));
         assertTrue(e.getMessage().contains("the CPU backend has no device stream"), e.getMessage());
+        BenchCommand aligned = new BenchCommand();
+        new CommandLine(aligned).parseArgs("--start", "aligned", "--presets", "mixtral-8x7b", "--tokens", "2");
+        assertEquals(RoundStart.ALIGNED, aligned.plan(BackendChoice.Backend.GPU).start());
+        e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> aligned.specs(BackendChoice.Backend.CPU));
+        assertTrue(e.getMessage().startsWith("--start aligned: the CPU backend's ranks are threads"), e.getMessage());
         BenchCommand byDefault = new BenchCommand();
         new CommandLine(byDefault).parseArgs();
         assertEquals(RoundStart.HOST, byDefault.plan(BackendChoice.Backend.GPU).start());

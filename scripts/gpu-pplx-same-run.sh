@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, in the repository root: ours and pplx-kernels side by side in one call,
 # the comparison of docs/benchmarks.md, "pplx-kernels by our method". Alternates SAME_RUN_REPEATS
-# (default 2) times our graph-replay benchmark of the bundle's jars (scripts/gpu-ab.sh, variant
+# (default 2) times our benchmark of the bundle's jars, graph replay and whole calls launched from
+# the host (--launch graph,whole; scripts/gpu-ab.sh, variant
 # SAME_RUN_VARIANT, default base: scripts/make-ab-variant.sh base HEAD) with pplx-kernels timed by
 # scripts/gpu-pplx-baseline.sh (built once), so that a drift of the machine falls on both alike.
 # Needs .gpu-carry (scripts/make-gpu-bundle.sh and the variant) and .pplx-kernels (the header of
@@ -12,8 +13,9 @@
 # Packs into $OUT/same-run.tgz (one archive to copy back, renewed after every run, so that a call
 # cut off by its time limit keeps the runs before) the folder same-run/ with what
 # scripts/pplx-table.py reads: ab-ours<i>-w<W>.json (ab-ours-w<W>.json for the first) and
-# pplx-baseline-run<i>.json, each run's logs beside them, the GPU check's in check/. Prints the table
-# (slowest rank, rank 0 in brackets) when python3 is there, also into $OUT/same-run-table.md.
+# pplx-baseline-run<i>.json, each run's logs beside them, the GPU check's in check/. Prints the tables
+# (slowest rank, rank 0 in brackets; our graph lines against pplx-kernels' host-graph, our whole
+# lines against its host-plain) when python3 is there, also into $OUT/same-run-table.md.
 # Environment: SAME_RUN_WORLDS (default "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET
 # (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when the
 # check (if asked for) passed and every run wrote its results, else 1.
@@ -25,7 +27,7 @@ mkdir -p "$out"
 repeats="${SAME_RUN_REPEATS:-2}"
 worlds="${SAME_RUN_WORLDS:-4 2}"
 tokens="${SAME_RUN_TOKENS:-1,8,32,128}"
-bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph --tokens $tokens"
+bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph,whole --tokens $tokens"
 work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-same-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 dest="$work/same-run"
@@ -57,6 +59,9 @@ for i in $(seq 1 "$repeats"); do
   tar -C "$work" -czf "$out/same-run.tgz" same-run
 done
 if command -v python3 >/dev/null 2>&1; then
-  python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" | tee "$out/same-run-table.md"
+  for timing in host-graph host-plain; do
+    python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" --timing $timing
+    echo
+  done | tee "$out/same-run-table.md"
 fi
 exit $rc

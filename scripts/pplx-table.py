@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Ours against pplx-kernels from one device session: our A/B runs (scripts/gpu-ab.sh, graph
-replay) beside pplx-kernels timed by scripts/gpu-pplx-baseline.sh, median us, means of the runs.
+"""Ours against pplx-kernels from one device session: our A/B runs (scripts/gpu-ab.sh) beside
+pplx-kernels timed by scripts/gpu-pplx-baseline.sh, median us, means of the runs.
 
     python3 scripts/pplx-table.py DIR [--group ours] [--preset deepseek-v3] [--timing host-graph]
 
 DIR holds the session's ab-<label>-w<W>.json files (a group's runs: its label with trailing digits,
 as scripts/ab-table.py groups them) and its pplx-baseline*.json files. The first table sets both
 libraries' slowest rank per sample against each other, rank 0's median in brackets; --timing picks
-pplx-kernels' way of timing (host-graph: ours, each operation replayed from a CUDA graph after a
-host barrier; host-plain; stream: its own loop). The second gives pplx-kernels' own loop
+pplx-kernels' way of timing and with it ours: host-graph (each half replayed from a CUDA graph
+after a host barrier) against our graph lines, host-plain (each half launched from the host, one
+kernel) against our whole lines (dispatch and combine each one call launched from the host),
+stream (its own loop) against our graph lines. The second table gives pplx-kernels' own loop
 (stream) for reference. Only lines whose outputs were checked ("verified": true) count.
 """
 import argparse
@@ -21,6 +23,10 @@ from collections import defaultdict
 _spec = importlib.util.spec_from_file_location('ab_table', os.path.join(os.path.dirname(__file__), 'ab-table.py'))
 ab_table = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ab_table)
+
+
+# the launch mode of our lines set against each way pplx-kernels is timed
+OUR_LAUNCH = {'host-graph': 'graph', 'host-plain': 'whole', 'stream': 'graph'}
 
 
 def load_pplx(directory):
@@ -59,12 +65,13 @@ def main():
     parser.add_argument('--preset', default='deepseek-v3')
     parser.add_argument('--timing', default='host-graph', choices=['host-graph', 'host-plain', 'stream'])
     args = parser.parse_args()
-    mine = {(w, t): r for (g, w, t), r in ab_table.load(args.directory, args.preset, 'graph').items() if g == args.group}
+    launch = OUR_LAUNCH[args.timing]
+    mine = {(w, t): r for (g, w, t), r in ab_table.load(args.directory, args.preset, launch).items() if g == args.group}
     pplx = load_pplx(args.directory)
     cells = sorted({(w, t) for w, t in mine} | {(w, t) for _, w, t in pplx}, key=lambda c: (-c[0], c[1]))
     if not cells:
         raise SystemExit(f'no results in {args.directory}')
-    print(f'slowest rank (rank 0), pplx-kernels timed {args.timing}')
+    print(f'slowest rank (rank 0), pplx-kernels timed {args.timing}, ours launched {launch}')
     print()
     print('| W | tokens | ours dispatch | pplx dispatch | ours combine | pplx combine |')
     print('|---|---|---|---|---|---|')

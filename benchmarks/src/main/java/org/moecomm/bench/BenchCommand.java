@@ -55,10 +55,11 @@ final class BenchCommand extends RunCommand {
     TokenSweep sweep;
 
     @Option(names = "--launch", split = ",", paramLabel = "MODE",
-            description = "Launch modes: plain (every call launched from the host), graph (the dispatch calls and the"
-                    + " combine calls each captured into a CUDA graph once and replayed every round; GPU backend only;"
-                    + " send and recv are not timed apart) (default: plain,graph on the GPU backend, plain on the CPU"
-                    + " backend).")
+            description = "Launch modes: plain (the four calls launched from the host, send and recv timed apart),"
+                    + " whole (dispatch and combine each one call launched from the host: one launch for a decode"
+                    + " dispatch; GPU backend only), graph (the dispatch call and the combine call each captured into a"
+                    + " CUDA graph once and replayed every round; GPU backend only) (default: plain,graph on the GPU"
+                    + " backend, plain on the CPU backend).")
     List<String> launch;
 
     @Option(names = "--warmup", defaultValue = "20", description = "Untimed rounds per configuration (default: ${DEFAULT-VALUE}).")
@@ -147,9 +148,10 @@ final class BenchCommand extends RunCommand {
     List<LaunchMode> launchModes(BackendChoice.Backend backend) {
         List<LaunchMode> modes = launch == null ? (backend == BackendChoice.Backend.GPU
                 ? List.of(LaunchMode.PLAIN, LaunchMode.GRAPH) : List.of(LaunchMode.PLAIN)) : LaunchMode.parse(launch);
-        if (backend == BackendChoice.Backend.CPU && modes.contains(LaunchMode.GRAPH)) {
-            throw new IllegalArgumentException("--launch graph: the CPU backend has only plain launches (graph replay"
-                    + " is CUDA graphs of the GPU backend); give --launch plain or --backend gpu");
+        LaunchMode gpuOnly = modes.stream().filter(LaunchMode::gpuOnly).findFirst().orElse(null);
+        if (backend == BackendChoice.Backend.CPU && gpuOnly != null) {
+            throw new IllegalArgumentException("--launch " + gpuOnly + ": the CPU backend has only plain launches"
+                    + " (whole calls and graph replay are timed on the GPU backend); give --launch plain or --backend gpu");
         }
         return modes;
     }

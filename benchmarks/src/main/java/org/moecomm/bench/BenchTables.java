@@ -31,6 +31,10 @@ final class BenchTables {
         Measurement first = results.getFirst();
         out.printf(Locale.ROOT, "(slowest rank per round; %s; %s; logical GB/s: BENCHMARKS.md's bytes over the whole"
                 + " operation's median, all ranks and per rank)%n", first.mode(), first.device());
+        if (results.stream().anyMatch(r -> r.launch() == LaunchMode.WHOLE)) {
+            out.println("(whole: each half one call, dispatch or combine, launched from the host; events around the"
+                    + " call only, so send and recv are not timed apart: -)");
+        }
         if (results.stream().anyMatch(r -> r.launch() == LaunchMode.GRAPH)) {
             out.println("(graph: each half captured once into a CUDA graph and replayed per round; events around"
                     + " the replay only, so send and recv are not timed apart: -)");

@@ -41,7 +41,9 @@ import org.moecomm.core.gpu.SymmetricMemory;
  * the dispatch calls are captured once into one {@link org.moecomm.core.gpu.RoundGraph} and the combine calls into
  * another ({@link GpuBackend#capture}), and each round replays them in place of the calls: the
  * same barriers, experts, poisoning and checks, events around each replay only (the whole
- * dispatch and the whole combine; the send/recv phases have no samples).
+ * dispatch and the whole combine; the send/recv phases have no samples). With
+ * {@link LaunchMode#WHOLE} each round calls {@code dispatch} and {@code combine} (the calls a
+ * graph captures), launched from the host, with events around each call only.
  *
  * <p>The first configuration also warms the process ({@link RoundPlan#warmingTheProcess()}): its
  * untimed rounds run until the host's call path is compiled, since a plain launch's host time is
@@ -173,6 +175,10 @@ public final class GpuRankMain {
                 samples = rounds(spec, plan, workload, buffers, start, stream, ev, graphs.dispatch()::replay,
                         graphs.combine()::replay, problems);
             }
+        } else if (spec.launch() == LaunchMode.WHOLE) {
+            samples = rounds(spec, plan, workload, buffers, start, stream, ev,
+                    () -> h.dispatch(in, buffers.dispatchOutput()), () -> h.combine(buffers.combineInput(), buffers.out()),
+                    problems);
         } else {
             samples = rounds(spec, plan, workload, buffers, start, stream, ev, () -> {
                 h.dispatchSend(in);
@@ -205,9 +211,10 @@ public final class GpuRankMain {
     /**
      * The rounds of one spec on its handle: {@code start} before each half ({@link #startOfHalf}),
      * then {@code dispatch} and {@code combine} enqueue a half
-     * (plain: the two calls with event 1, resp. 4, recorded between them; graph: one replay).
+     * (plain: the two calls with event 1, resp. 4, recorded between them; whole: one call; graph:
+     * one replay).
      * Events 0 and 2 bracket the dispatch, 3 and 5 the combine. Returns the samples
-     * {@code [phase][timed round]}; in graph mode the send/recv phases have none.
+     * {@code [phase][timed round]}; in whole and graph mode the send/recv phases have none.
      */
     private static long[][] rounds(RunSpec spec, RoundPlan plan, Workload workload, RankBuffers buffers,
                                    Runnable start, CudaStream stream, CudaEvent[] ev, Runnable dispatch,

@@ -4,15 +4,23 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * How a benchmark round enqueues the handle's calls on the GPU: {@link #PLAIN}, each call
- * launched from the host as it is made (the only mode of the CPU backend), or {@link #GRAPH},
- * the two dispatch calls captured once into one CUDA graph and the two combine calls into
- * another ({@code GpuBackend.capture}), each replayed with one driver call per round. In graph
- * mode only whole halves (dispatch, combine) are timed: no event lies between a half's send and
- * its recv.
+ * How a benchmark round enqueues the handle's calls on the GPU:
+ * <ul>
+ *   <li>{@link #PLAIN}: the four calls ({@code dispatchSend}, {@code dispatchRecv},
+ *       {@code combineSend}, {@code combineRecv}) launched from the host as they are made, an event
+ *       between a half's send and recv, so the four phases are timed apart (the only mode of the CPU
+ *       backend);</li>
+ *   <li>{@link #WHOLE}: each half one call ({@code dispatch}, {@code combine}) launched from the
+ *       host: the calls a graph captures, so a decode dispatch is one launch, as pplx-kernels
+ *       launches a half; only whole halves are timed;</li>
+ *   <li>{@link #GRAPH}: the dispatch call captured once into one CUDA graph and the combine call
+ *       into another ({@code GpuBackend.capture}), each replayed with one driver call per round;
+ *       only whole halves are timed.</li>
+ * </ul>
  */
 enum LaunchMode implements Labelled {
     PLAIN("plain"),
+    WHOLE("whole"),
     GRAPH("graph");
 
     private final String label;
@@ -32,6 +40,11 @@ enum LaunchMode implements Labelled {
         return this == PLAIN;
     }
 
+    /** Whether only the GPU backend runs this mode (the CPU backend times the four calls apart). */
+    boolean gpuOnly() {
+        return this != PLAIN;
+    }
+
     /** The mode named {@code s} (case-insensitive); a missing or blank one is {@link #PLAIN} (older results). */
     static LaunchMode byLabel(String s) {
         return s == null || s.isBlank() ? PLAIN : Labelled.byLabel(LaunchMode.class, s, "launch mode");
@@ -42,7 +55,7 @@ enum LaunchMode implements Labelled {
         List<LaunchMode> out = new ArrayList<>();
         for (String n : names) {
             if (n == null || n.isBlank()) {
-                throw new IllegalArgumentException("empty launch mode in --launch (plain, graph)");
+                throw new IllegalArgumentException("empty launch mode in --launch (plain, whole, graph)");
             }
             LaunchMode m = byLabel(n);
             if (!out.contains(m)) {
@@ -50,7 +63,7 @@ enum LaunchMode implements Labelled {
             }
         }
         if (out.isEmpty()) {
-            throw new IllegalArgumentException("no launch mode: give --launch plain, graph or plain,graph");
+            throw new IllegalArgumentException("no launch mode: give --launch plain, whole, graph or a list of them");
         }
         return out;
     }

@@ -29,7 +29,7 @@ import org.moecomm.core.protocol.BufferLayout;
  * over the phase's median) and {@code <phase>CopyPercent} (that rate as a percentage of
  * {@code copyGBps}); the copy baseline of the same run ({@link CopyBaseline}: {@code copyGBps,
  * copyMedianUs, copyBytes} per rank, {@code copyMethod}; null where none was measured).
- * {@code launch} is "plain" or "graph" ({@link LaunchMode}); lines written before it existed have
+ * {@code launch} is "plain", "whole" or "graph" ({@link LaunchMode}); lines written before it existed have
  * none and are plain ({@link #launch(JsonNode)}); lines written before the device bytes lack
  * those fields and the per-rank rates.
  */
@@ -38,6 +38,9 @@ final class PhaseJson {
             + " all ranks aligned by a barrier before dispatch and before combine";
     static final String TIMING_GPU_GRAPH = "CUDA events on each rank's stream around the replay of the captured"
             + " dispatch graph and of the captured combine graph (send and recv not timed apart); per round the"
+            + " slowest rank; all ranks aligned by a barrier before dispatch and before combine";
+    static final String TIMING_GPU_WHOLE = "CUDA events on each rank's stream around the whole dispatch call and"
+            + " the whole combine call, each launched from the host (send and recv not timed apart); per round the"
             + " slowest rank; all ranks aligned by a barrier before dispatch and before combine";
     static final String TIMING_CPU = "System.nanoTime around each call; per round the slowest rank;"
             + " all ranks aligned by a barrier before dispatch and before combine";
@@ -67,8 +70,11 @@ final class PhaseJson {
         o.put("date", run.date().toString());
         o.put("commit", run.commit());
         o.put("command", run.command());
-        o.put("timing", !run.backend().equals("gpu") ? TIMING_CPU
-                : m.launch() == LaunchMode.GRAPH ? TIMING_GPU_GRAPH : TIMING_GPU);
+        o.put("timing", !run.backend().equals("gpu") ? TIMING_CPU : switch (m.launch()) {
+            case PLAIN -> TIMING_GPU;
+            case WHOLE -> TIMING_GPU_WHOLE;
+            case GRAPH -> TIMING_GPU_GRAPH;
+        });
         o.put("start", m.plan().start().label());
         o.put("warmup", m.plan().warmup());
         o.put("rounds", m.plan().rounds());

@@ -166,7 +166,14 @@ class CommandsCpuTest {
         new CommandLine(bad).parseArgs("--launch", "eager");
         e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> bad.specs(BackendChoice.Backend.GPU));
-        assertEquals("unknown launch mode 'eager' (plain, graph)", e.getMessage());
+        assertEquals("unknown launch mode 'eager' (plain, whole, graph)", e.getMessage());
+
+        BenchCommand whole = new BenchCommand();
+        new CommandLine(whole).parseArgs("--launch", "whole,graph", "--presets", "mixtral-8x7b", "--tokens", "2");
+        assertEquals(List.of(LaunchMode.WHOLE, LaunchMode.GRAPH), whole.launchModes(BackendChoice.Backend.GPU));
+        e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> whole.specs(BackendChoice.Backend.CPU));
+        assertTrue(e.getMessage().startsWith("--launch whole: the CPU backend has only plain launches"), e.getMessage());
     }
 
     @Test

@@ -15,6 +15,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.core.MoeConfig;
@@ -112,20 +114,21 @@ class PhaseResultsTest {
         assertTrue(ms.get(1).verified());
     }
 
-    @Test
-    void graphRankFilesHaveOnlyWholeHalves(@TempDir Path dir) throws IOException {
-        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 8, LaunchMode.GRAPH));
+    @ParameterizedTest
+    @EnumSource(value = LaunchMode.class, names = {"WHOLE", "GRAPH"})
+    void wholeAndGraphRankFilesHaveOnlyWholeHalves(LaunchMode mode, @TempDir Path dir) throws IOException {
+        List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 8, mode));
         // rank 0 slower in round 0, rank 1 in rounds 1 and 2; no send/recv samples on either
         writeRank(dir, 0, specs, new long[] {9_000, 1_000, 1_000}, List.of());
         writeRank(dir, 1, specs, new long[] {2_000, 5_000, 7_000}, List.of());
         List<String> lines = Files.readAllLines(RankSamples.file(dir, 0));
-        assertTrue(lines.contains("spec\t0\tdeepseek-v2-lite:8:2:1:uniform:1:graph"), lines.toString());
+        assertTrue(lines.contains("spec\t0\tdeepseek-v2-lite:8:2:1:uniform:1:" + mode.label()), lines.toString());
         assertTrue(lines.contains("phase\t0\t" + Phases.DISPATCH_SEND + "\t"), lines.toString());
         List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
                 RankSamples.read(RankSamples.file(dir, 1)));
         assertEquals(0, ranks.getFirst().samples(0)[Phases.COMBINE_RECV].length);
         Measurement m = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(2, true)).getFirst();
-        assertEquals(LaunchMode.GRAPH, m.launch());
+        assertEquals(mode, m.launch());
         for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.COMBINE_SEND, Phases.COMBINE_RECV}) {
             assertFalse(m.phase(p).measured(), Phases.NAMES.get(p));
             assertTrue(Double.isNaN(m.phase(p).medianMicros()), Phases.NAMES.get(p));
@@ -140,8 +143,9 @@ class PhaseResultsTest {
 
         JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
                 "moecomm bench")));
-        assertEquals("graph", j.get("launch").asText());
-        assertEquals(PhaseJson.TIMING_GPU_GRAPH, j.get("timing").asText());
+        assertEquals(mode.label(), j.get("launch").asText());
+        assertEquals(mode == LaunchMode.GRAPH ? PhaseJson.TIMING_GPU_GRAPH : PhaseJson.TIMING_GPU_WHOLE,
+                j.get("timing").asText());
         // the device bytes of every phase, their rate only where the phase was timed; no copy baseline here
         assertTrue(j.get("dispatchSendDeviceBytes").asLong() > 0, j.toString());
         assertTrue(j.get("dispatchSendDeviceGBps").isNull(), j.toString());
@@ -154,10 +158,10 @@ class PhaseResultsTest {
         assertEquals(70.0, j.get("dispatchMedianUs").asDouble(), 1e-9);
         assertEquals(86.0, j.get("dispatchP90Us").asDouble(), 1e-9);
         assertEquals(7.0, j.get("combineMedianUs").asDouble(), 1e-9);
-        assertEquals(LaunchMode.GRAPH, PhaseJson.launch(j));
+        assertEquals(mode, PhaseJson.launch(j));
 
         String row = BenchTables.timeRow(m);
-        assertTrue(row.startsWith("deepseek-v2-lite      8  graph |"), row);
+        assertTrue(row.startsWith("deepseek-v2-lite      8  " + mode.label() + " |"), row);
         assertTrue(row.contains("          - /        -       70.0 /     86.0 |"), row);
         assertTrue(row.contains("          - /        -        7.0 /      8.6 |"), row);
     }

@@ -20,7 +20,7 @@
 # a change to the device functions can be compared in one session like a change to the jars.
 # Environment: AB_WORLDS (default 4) the worlds of the phase runs; AB_CHECK=1 first runs the whole
 # GPU check (scripts/gpu-nvshmem-check.sh, tests included) with the bundle's own jars.
-# Prints each run's graph-replay rows (phases) or kernel rows (scripts/ab-table.py tabulates the runs
+# Prints each run's phase rows (every launch mode) or kernel rows (scripts/ab-table.py tabulates the runs
 # of a call from ab.tgz); exit status 0 unless the bridge did not build.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,7 +79,7 @@ while IFS='|' read -r label dir opts args kargs; do
   for f in "$run"/*-gpu-kernels*.json; do
     [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-kernels.json"
   done
-  grep -E "^[a-z0-9.-]+ +[0-9]+ +graph|^(pack|scatter|gather|reduce) " "$ab/ab/ab-$label.log"
+  grep -E "^[a-z0-9.-]+ +[0-9]+ +(plain|whole|graph) \||^(pack|scatter|gather|reduce) " "$ab/ab/ab-$label.log"
   # after every run, so that a run cut off by the caller's time limit keeps the ones before it
   tar -C "$ab" -czf "$out/ab.tgz" ab
 done <<< "${AB_SPECS:-}"

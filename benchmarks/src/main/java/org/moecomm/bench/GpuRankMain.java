@@ -45,9 +45,9 @@ import org.moecomm.core.gpu.SymmetricMemory;
  * {@link LaunchMode#WHOLE} each round calls {@code dispatch} and {@code combine} (the calls a
  * graph captures), launched from the host, with events around each call only.
  *
- * <p>The first configuration also warms the process ({@link RoundPlan#warmingTheProcess()}): its
- * untimed rounds run until the host's call path is compiled, since a plain launch's host time is
- * part of what is timed.
+ * <p>The first configuration of each launch mode also warms the process
+ * ({@link RoundPlan#warmingTheProcess()}, {@link #warmsTheProcess}): its untimed rounds run until
+ * that mode's host call path is compiled, since a launch's host time is part of what is timed.
  *
  * <p>Writes {@link RankSamples} into {@code RESULT_DIR}; a failed check is recorded there (the
  * run goes on), an exception ends the process with a non-zero status.
@@ -86,8 +86,8 @@ public final class GpuRankMain {
                 RunSpec spec = specs.get(i);
                 long t0 = System.nanoTime();
                 List<String> problems = new ArrayList<>();
-                long[][] samples = run(gpu, spec, configs[i], i == 0 ? plan.warmingTheProcess() : plan, aligned,
-                        problems);
+                long[][] samples = run(gpu, spec, configs[i], warmsTheProcess(specs, i) ? plan.warmingTheProcess()
+                        : plan, aligned, problems);
                 RankSamples.append(file, RankSamples.lines(i, spec, problems, samples));
                 if (rank == 0) {
                     System.out.printf("%s: %d rounds in %.1f s%s%n", spec, plan.total(), (System.nanoTime() - t0) / 1e9,
@@ -95,6 +95,16 @@ public final class GpuRankMain {
                 }
             }
         }
+    }
+
+    /**
+     * Whether configuration {@code i} is the first of its launch mode: each mode calls the handle
+     * its own way (the four calls, the two whole calls, the replays), so each has its own host path
+     * to compile.
+     */
+    static boolean warmsTheProcess(List<RunSpec> specs, int i) {
+        LaunchMode mode = specs.get(i).launch();
+        return specs.subList(0, i).stream().noneMatch(s -> s.launch() == mode);
     }
 
     /** The file of the ranks' {@link HostSpinBarrier} for {@link RoundStart#ALIGNED} (made by {@link GpuRunner}). */

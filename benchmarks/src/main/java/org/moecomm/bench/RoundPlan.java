@@ -26,15 +26,17 @@ record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEvery
     }
 
     /**
-     * Untimed rounds the first configuration of a GPU run adds to {@link #warmup}: the JIT compiles
-     * the host's call path (validation, argument packing, the launch) after some thousand calls,
-     * and until then a plain launch costs the host more. Measured (H100, W = 4, deepseek-v3, 200
-     * warm-up rounds): plain dispatch at 1 token 56.1 us as the run's first configuration, 36.6 us
-     * when the same configuration ran again after 600 rounds of another.
+     * Untimed rounds the first configuration of each launch mode of a GPU run adds to
+     * {@link #warmup}: the JIT compiles the host's call path (validation, argument packing, the
+     * launch) with C1 after some thousand calls and with C2 after some five thousand, and until
+     * then a launch from the host costs more. Measured (H100, W = 4, deepseek-v3, 1 token): plain
+     * dispatch 56.1 us as the run's first configuration after 200 warm-up rounds, 36.6 us when the
+     * same configuration ran again after 600 rounds of another; the whole dispatch call 34.7 us after
+     * 1000 warm-up rounds and 33.0 after 6000 (2-4.5 us less at W = 2 and 4, 8 tokens too).
      */
-    static final int PROCESS_WARMUP = 1000;
+    static final int PROCESS_WARMUP = 6000;
 
-    /** This plan with {@link #PROCESS_WARMUP} more untimed rounds: for a run's first configuration. */
+    /** This plan with {@link #PROCESS_WARMUP} more untimed rounds: for a launch mode's first configuration. */
     RoundPlan warmingTheProcess() {
         return new RoundPlan(warmup + PROCESS_WARMUP, rounds, checkLast, expertsEveryRound, start);
     }

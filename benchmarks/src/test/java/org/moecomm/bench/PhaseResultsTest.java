@@ -14,10 +14,11 @@ import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.gpu.GpuBackend;
@@ -66,6 +67,12 @@ class PhaseResultsTest {
         assertTrue(warming.checked(0));
         assertFalse(warming.timed(PLAN.warmup()));
         assertTrue(warming.timed(warming.warmup()));
+        // the first configuration of each launch mode warms the process: its own host path
+        List<RunSpec> specs = List.of(spec("deepseek-v3", 1, LaunchMode.GRAPH), spec("deepseek-v3", 1, LaunchMode.WHOLE),
+                spec("deepseek-v3", 8, LaunchMode.GRAPH), spec("deepseek-v3", 8, LaunchMode.WHOLE),
+                spec("deepseek-v3", 8, LaunchMode.PLAIN));
+        assertEquals(List.of(true, true, false, false, true),
+                IntStream.range(0, specs.size()).mapToObj(i -> GpuRankMain.warmsTheProcess(specs, i)).toList());
     }
 
     @Test

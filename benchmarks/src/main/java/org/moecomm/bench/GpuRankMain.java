@@ -210,10 +210,13 @@ public final class GpuRankMain {
     private static Runnable startOfHalf(RoundStart how, GpuBackend.DeviceTiming timing, HostSpinBarrier aligned) {
         return switch (how) {
             case HOST -> timing.barrier();
-            case ALIGNED -> () -> {
-                timing.barrier().run();
-                aligned.await();
-            };
+            case ALIGNED -> {
+                Runnable barrier = timing.barrier();
+                yield () -> {
+                    barrier.run();
+                    aligned.await();
+                };
+            }
             case DEVICE -> timing.barrierOnStream();
         };
     }

@@ -97,18 +97,16 @@ final class HostSpinBarrier implements AutoCloseable {
     void await() {
         long n = ++reached;
         WORD.setVolatile(words, (long) rank * STRIDE, n);
-        long start = 0;
+        long start = System.nanoTime();
         for (int r = 0; r < world; r++) {
             int spins = 0;
             while ((long) WORD.getVolatile(words, (long) r * STRIDE) < n) {
                 Thread.onSpinWait();
                 if (++spins == SPINS_PER_CLOCK) {
                     spins = 0;
-                    long now = System.nanoTime();
-                    if (start == 0) {
-                        start = now;
-                    } else if (now - start > boundNanos) {
-                        throw timedOut(n, now - start);
+                    long waited = System.nanoTime() - start;
+                    if (waited > boundNanos) {
+                        throw timedOut(n, waited);
                     }
                 }
             }

@@ -81,15 +81,17 @@ kernel_rc=$rc
 
 # ======================================================================================
 # Launch cost (org.moecomm.bench.gpu.LaunchCostBenchmark): JMH, host time of one kernel launch
-# from Java (GpuKernelRunner.launch of a 12-argument kernel; with pointer checks; CudaFunction.launch;
-# cuStreamQuery for reference), 3 x 1 s warm-up and 5 x 1 s measurement in one forked JVM per
-# benchmark (about 40 s). The fork is JMH's default: this java, classpath and options (JAVA_OPTS:
+# from Java (GpuKernelRunner.launch of a 12-argument kernel and of one with the decode dispatch's 35;
+# with pointer checks; CudaFunction.launch; cuStreamQuery for reference) and, where the NVSHMEM bridge
+# is there (MOECOMM_NVSHMEM_LIB: scripts/gpu-nvshmem-check.sh), of a W = 1 GPU handle's dispatch and
+# combine calls, whole and replayed; 3 x 1 s warm-up and 5 x 1 s measurement in one forked JVM per
+# benchmark (about 60 s, 140 s with the handle cases). The fork is JMH's default: this java, classpath and options (JAVA_OPTS:
 # --enable-native-access, the JavaCPP cache folder).
 # Writes <results-dir>/<date>-<gpu>-gpu-launch-cost.json (JMH's JSON, never over an existing file)
 # and launch-cost.log; the JSON file is also copied into $OUT.
 #   LAUNCH_BENCH=0            skip this step
 #   LAUNCH_BENCH_ARGS         more options, passed to JMH (e.g. "-i 10")
-#   LAUNCH_BENCH_TIMEOUT_S    limit (default 180 s)
+#   LAUNCH_BENCH_TIMEOUT_S    limit (default 300 s)
 # Its exit status (0; 1 a benchmark failed; 3 no GPU) counts when the kernel benchmark passed.
 # Before it, the driver's own floor: benchmarks/src/main/cuda/launch_floor.cu (cuLaunchKernel and
 # cuStreamQuery from C++, no JVM), built here with nvcc, its JSON line written to
@@ -113,7 +115,7 @@ else
   launch_extra=(${LAUNCH_BENCH_ARGS:-})
   launch_recorded="bash scripts/gpu-bench.sh (LaunchCostBenchmark${LAUNCH_BENCH_ARGS:+ $LAUNCH_BENCH_ARGS})"
   echo "== launch-cost benchmark: $launch_recorded"
-  timeout -k 10 "${LAUNCH_BENCH_TIMEOUT_S:-180}" "$java" "${java_opts[@]}" -cp "$classpath" \
+  timeout -k 10 "${LAUNCH_BENCH_TIMEOUT_S:-300}" "$java" "${java_opts[@]}" -cp "$classpath" \
     org.moecomm.bench.gpu.LaunchCostBenchmark --out-dir "$results" --commit "${commit:-unknown}" \
     --command "$launch_recorded" "${launch_extra[@]}" 2>&1 | tee -a "$results/launch-cost.log"
   launch_rc=${PIPESTATUS[0]}

@@ -23,6 +23,7 @@ import org.moecomm.bridge.cuda.CudaFunction;
 import org.moecomm.bridge.cuda.CudaGraph;
 import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.bridge.cuda.GpuKernelRunner;
+import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.kernels.api.Buf;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
@@ -44,6 +45,7 @@ import org.openjdk.jmh.results.format.ResultFormatType;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.RunnerException;
 import org.openjdk.jmh.runner.options.CommandLineOptionException;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
 import org.openjdk.jmh.runner.options.CommandLineOptions;
 import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
@@ -53,8 +55,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Unmatched;
 
 /**
- * Host time of one kernel launch from Java on CUDA device 0 (JMH, average time per launch): the
- * launch of a trivial kernel ({@link #touch}: 12 parameters, 4 {@code Buf}s, 7 {@code int}s, a
+ * Host time of one kernel launch from Java on CUDA device 0 (JMH, average time per launch), and of
+ * the GPU handle's calls that launch a round's halves. The launch cases launch a trivial kernel ({@link #touch}: 12 parameters, 4 {@code Buf}s, 7 {@code int}s, a
  * {@code long}; one thread writes 12 bytes) with its arguments built once, as a caller holding
  * them would; boxing them is the caller's cost and not measured.
  *
@@ -70,9 +72,21 @@ import picocli.CommandLine.Unmatched;
  *       half is two kernels), captured once: the host time of a replayed half.
  *   <li>{@code streamQuery}: {@link CudaStream#isIdle()} ({@code cuStreamQuery} on an idle
  *       stream): a cheap driver call through the same binding, for reference.
+ *   <li>{@code launchWide}: {@code launch} of a trivial kernel ({@link #wide}) with the parameter
+ *       list of the one-launch decode dispatch (18 {@code Buf}s, 16 {@code int}s, a {@code long}):
+ *       what a kernel's parameters add to a launch.
+ *   <li>{@code handleDispatch}, {@code handleCombine}: the GPU handle's whole calls
+ *       ({@code dispatch}: one launch at this size; {@code combine}: two) in a job of one process
+ *       at deepseek-v3, 1 token ({@link HandleRound}): everything the library does on the host for
+ *       a half launched plainly (checks, argument lists, the checked runner's error poll, the
+ *       launches). {@code handleDispatch} is the library's one plain launch: its target is the
+ *       same 3 us. Timed per call on an idle stream (the other half and a synchronisation run
+ *       before each call, outside the measurement, as JMH's per-invocation setup).
+ *   <li>{@code handleDispatchReplay}, {@code handleCombineReplay}: the same halves captured once
+ *       and replayed ({@code RoundGraph.replay}), likewise timed.
  * </ul>
- * The core's checked runner (the GPU backend's, which also polls the NVSHMEM error record before
- * each launch) is package-private and needs NVSHMEM, so it is not measured here.
+ * The handle cases need the NVSHMEM bridge ({@code MOECOMM_NVSHMEM_LIB}); without it the command
+ * line leaves them out and says why.
  *
  * <p>Every {@value #SYNC_EVERY} launches the stream is synchronised inside the timed method
  * (amortised: the GPU runs a launch of this kernel faster than the host enqueues one, so the
@@ -92,6 +106,8 @@ import picocli.CommandLine.Unmatched;
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = {"--sun-misc-unsafe-memory-access=allow", "-Dmoecomm.log.level=WARN"})
 public class LaunchCostBenchmark {
+    /** JMH's pattern of the cases that need the GPU backend (NVSHMEM). */
+    static final String HANDLE_CASES = "\\.handle[A-Z]\\w*$";
     /** Launches between two stream synchronisations. */
     static final int SYNC_EVERY = 256;
     /** The per-launch host time the launch path must stay within. */
@@ -108,6 +124,37 @@ public class LaunchCostBenchmark {
         }
     }
 
+    static final Kernel WIDE = new Kernel(LaunchCostBenchmark.class, "wide");
+
+    /**
+     * A trivial kernel with the parameter list of the one-launch decode dispatch
+     * ({@code AllToAllKernels.dispatch}: 18 {@code Buf}s, 16 {@code int}s, a {@code long}): thread 0
+     * writes {@code n0 + n15} and {@code tag} into {@code out}; the rest are only passed.
+     */
+    public static void wide(KernelContext ctx, Buf out, Buf b1, Buf b2, Buf b3, Buf b4, Buf b5, Buf b6, Buf b7, Buf b8,
+            Buf b9, Buf b10, Buf b11, Buf b12, Buf b13, Buf b14, Buf b15, Buf b16, Buf b17, int n0, int n1, int n2,
+            int n3, int n4, int n5, int n6, int n7, int n8, int n9, int n10, int n11, int n12, int n13, int n14, int n15,
+            long tag) {
+        if (ctx.globalIdx() == 0) {
+            out.setInt(0, n0 + n15);
+            out.setLong(1, tag);
+        }
+    }
+
+    /** {@link #wide}'s arguments: {@code out}, then {@code b} seventeen times, 16 ints, a long. */
+    static Object[] wideArgs(Buf out, Buf b) {
+        Object[] args = new Object[35];
+        args[0] = out;
+        for (int i = 1; i <= 17; i++) {
+            args[i] = b;
+        }
+        for (int i = 0; i < 16; i++) {
+            args[18 + i] = i + 1;
+        }
+        args[34] = 0x1234_5678_9abcL;
+        return args;
+    }
+
     /** {@link #touch}'s arguments over four buffers of 64 bytes. */
     static Object[] touchArgs(Buf out, Buf a, Buf b, Buf c) {
         return new Object[] {out, a, b, c, 1, 2, 3, 4, 5, 6, 7, 0x1234_5678_9abcL};
@@ -117,6 +164,7 @@ public class LaunchCostBenchmark {
     static final class Device {
         final GpuKernelRunner runner;
         final Object[] args;
+        final Object[] wideArgs;
         final CudaFunction function;
         final long[] params;
         private int launches;
@@ -128,7 +176,9 @@ public class LaunchCostBenchmark {
             }
             runner = new GpuKernelRunner().checkPointers(checkPointers);
             args = touchArgs(runner.allocate(64), runner.allocate(64), runner.allocate(64), runner.allocate(64));
-            runner.launch(TOUCH, GRID, args); // compiles and loads outside the measurement
+            wideArgs = wideArgs(runner.allocate(64), runner.allocate(64));
+            runner.launch(TOUCH, GRID, args); // compile and load outside the measurement
+            runner.launch(WIDE, GRID, wideArgs);
             runner.synchronize();
             function = runner.function(TOUCH);
             params = GpuBenchDevice.params(args);
@@ -208,6 +258,72 @@ public class LaunchCostBenchmark {
         }
     }
 
+    /**
+     * A W = 1 handle ({@link HandleRound}) made once per trial; before each timed call the other
+     * half runs as needed and the GPU is waited for (outside the measurement).
+     */
+    public abstract static class HandleState {
+        private final boolean replayed;
+        private final boolean timesDispatch;
+        HandleRound round;
+
+        HandleState(boolean replayed, boolean timesDispatch) {
+            this.replayed = replayed;
+            this.timesDispatch = timesDispatch;
+        }
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            round = new HandleRound(replayed);
+        }
+
+        @Setup(Level.Invocation)
+        public void ready() {
+            if (timesDispatch) {
+                round.readyForDispatch();
+            } else {
+                round.readyForCombine();
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            round.close();
+        }
+    }
+
+    /** Whole calls, the dispatch half timed. */
+    @State(Scope.Thread)
+    public static class DispatchReady extends HandleState {
+        public DispatchReady() {
+            super(false, true);
+        }
+    }
+
+    /** Whole calls, the combine half timed. */
+    @State(Scope.Thread)
+    public static class CombineReady extends HandleState {
+        public CombineReady() {
+            super(false, false);
+        }
+    }
+
+    /** Replays, the dispatch half timed. */
+    @State(Scope.Thread)
+    public static class ReplayDispatchReady extends HandleState {
+        public ReplayDispatchReady() {
+            super(true, true);
+        }
+    }
+
+    /** Replays, the combine half timed. */
+    @State(Scope.Thread)
+    public static class ReplayCombineReady extends HandleState {
+        public ReplayCombineReady() {
+            super(true, false);
+        }
+    }
+
     @Benchmark
     public void launch(Unchecked s) {
         Device d = s.device;
@@ -239,6 +355,33 @@ public class LaunchCostBenchmark {
     @Benchmark
     public boolean streamQuery(Unchecked s) {
         return s.device.runner.stream().isIdle();
+    }
+
+    @Benchmark
+    public void launchWide(Unchecked s) {
+        Device d = s.device;
+        d.runner.launch(WIDE, GRID, d.wideArgs);
+        d.launched();
+    }
+
+    @Benchmark
+    public void handleDispatch(DispatchReady s) {
+        s.round.dispatch();
+    }
+
+    @Benchmark
+    public void handleCombine(CombineReady s) {
+        s.round.combine();
+    }
+
+    @Benchmark
+    public void handleDispatchReplay(ReplayDispatchReady s) {
+        s.round.dispatch();
+    }
+
+    @Benchmark
+    public void handleCombineReplay(ReplayCombineReady s) {
+        s.round.combine();
     }
 
     // ---- the command line entry ----
@@ -277,9 +420,15 @@ public class LaunchCostBenchmark {
             }
             Files.createDirectories(outDir);
             Path file = freshFile(outDir, LocalDate.now(ZoneOffset.UTC), device);
-            Options options = new OptionsBuilder()
+            ChainedOptionsBuilder builder = new OptionsBuilder()
                     .parent(new CommandLineOptions(jmhArgs.toArray(String[]::new)))
-                    .include("^" + Pattern.quote(LaunchCostBenchmark.class.getName()) + "\\.")
+                    .include("^" + Pattern.quote(LaunchCostBenchmark.class.getName()) + "\\.");
+            GpuBackend.Availability backend = GpuBackend.availability();
+            if (!backend.available()) {
+                out.println("launch-cost benchmark: the handle cases are left out: " + backend.reason());
+                builder.exclude(HANDLE_CASES);
+            }
+            Options options = builder
                     .resultFormat(ResultFormatType.JSON)
                     .result(file.toString())
                     .shouldFailOnError(true)
@@ -300,7 +449,7 @@ public class LaunchCostBenchmark {
         }
     }
 
-    /** Lines naming each benchmark's score, and whether {@code launch} is within {@link #TARGET_NS}. */
+    /** Lines naming each benchmark's score, and whether {@code launch} and {@code handleDispatch} are within {@link #TARGET_NS}. */
     static String summary(Collection<RunResult> results) {
         StringBuilder s = new StringBuilder("launch cost (host time per call):");
         for (RunResult r : results) {
@@ -308,7 +457,7 @@ public class LaunchCostBenchmark {
             double score = r.getPrimaryResult().getScore();
             s.append(String.format(Locale.ROOT, "%n  %-24s %9.1f ± %.1f %s", label, score,
                     r.getPrimaryResult().getScoreError(), r.getPrimaryResult().getScoreUnit()));
-            if (label.equals("launch")) {
+            if (label.equals("launch") || label.equals("handleDispatch")) {
                 s.append(score <= TARGET_NS ? "  (within" : "  (OVER").append(String.format(Locale.ROOT,
                         " the %.0f ns target)", TARGET_NS));
             }

@@ -50,6 +50,44 @@ class LaunchCostBenchmarkCpuTest {
     }
 
     @Test
+    void theWideKernelHasTheOneLaunchDispatchsParameterCount() {
+        PtxKernel ptx = PtxCompiler.compileCached(LaunchCostBenchmark.WIDE);
+        Matcher entry = Pattern.compile("\\.entry\\s+" + Pattern.quote(ptx.entryName()) + "\\s*\\(([^)]*)\\)")
+                .matcher(ptx.ptx());
+        assertTrue(entry.find(), ptx.ptx());
+        String[] params = entry.group(1).split(",");
+        assertEquals(35, params.length, entry.group(1));
+        assertEquals(18 + 1, java.util.Arrays.stream(params).filter(p -> p.contains(".u64") || p.contains(".s64"))
+                .count(), "18 pointers and a long: " + entry.group(1));
+    }
+
+    @Test
+    void theWideKernelWritesItsTwoValues() {
+        try (Arena arena = Arena.ofShared(); CpuKernelRunner runner = new CpuKernelRunner()) {
+            Buf out = Buf.allocate(arena, 64);
+            Buf other = Buf.allocate(arena, 64);
+            runner.launch(LaunchCostBenchmark.WIDE, LaunchCostBenchmark.GRID, LaunchCostBenchmark.wideArgs(out, other));
+            assertEquals(1 + 16, out.getInt(0));
+            assertEquals(0x1234_5678_9abcL, out.getLong(1));
+            assertEquals(0, other.getLong(0), "the other buffers are only passed");
+        }
+    }
+
+    @Test
+    void theHandleCasesPatternNamesThemAlone() {
+        Pattern handle = Pattern.compile(LaunchCostBenchmark.HANDLE_CASES);
+        String prefix = LaunchCostBenchmark.class.getName() + ".";
+        for (String name : new String[] {"handleDispatch", "handleCombine", "handleDispatchReplay",
+                "handleCombineReplay"}) {
+            assertTrue(handle.matcher(prefix + name).find(), name);
+        }
+        for (String name : new String[] {"launch", "launchWide", "launchWithPointerChecks", "functionLaunch",
+                "graphReplay", "streamQuery"}) {
+            assertTrue(!handle.matcher(prefix + name).find(), name);
+        }
+    }
+
+    @Test
     void withoutAGpuItSkipsWithTheReason(@TempDir Path dir) {
         if (Cuda.isAvailable()) {
             return; // on a GPU machine it runs (scripts/gpu-bench.sh)

@@ -12,12 +12,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
+import java.util.Arrays;
+import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.kernels.api.Buf;
+import org.moecomm.kernels.api.Kernel;
 import org.moecomm.kernels.cpu.CpuKernelRunner;
 import org.moecomm.kernels.ptx.PtxCompiler;
 import org.moecomm.kernels.ptx.PtxKernel;
@@ -28,46 +31,47 @@ class LaunchCostBenchmarkCpuTest {
 
     @Test
     void theKernelCompilesToPtxWithTwelveParameters() {
-        PtxKernel ptx = PtxCompiler.compileCached(LaunchCostBenchmark.TOUCH);
-        Matcher entry = Pattern.compile("\\.entry\\s+" + Pattern.quote(ptx.entryName()) + "\\s*\\(([^)]*)\\)")
-                .matcher(ptx.ptx());
-        assertTrue(entry.find(), ptx.ptx());
-        assertEquals(12, entry.group(1).split(",").length, entry.group(1));
-        assertTrue(ptx.deviceFunctions().isEmpty(), "needs no device library");
-    }
-
-    @Test
-    void theKernelWritesItsTwoValues() {
-        try (Arena arena = Arena.ofShared(); CpuKernelRunner runner = new CpuKernelRunner()) {
-            Buf out = Buf.allocate(arena, 64);
-            Buf other = Buf.allocate(arena, 64);
-            runner.launch(LaunchCostBenchmark.TOUCH, LaunchCostBenchmark.GRID,
-                    LaunchCostBenchmark.touchArgs(out, other, other, other));
-            assertEquals(1 + 7, out.getInt(0));
-            assertEquals(0x1234_5678_9abcL, out.getLong(1));
-            assertEquals(0, other.getLong(0), "the other buffers are only passed");
-        }
+        String[] params = entryParameters(LaunchCostBenchmark.TOUCH);
+        assertEquals(12, params.length, String.join(",", params));
+        assertTrue(PtxCompiler.compileCached(LaunchCostBenchmark.TOUCH).deviceFunctions().isEmpty(),
+                "needs no device library");
     }
 
     @Test
     void theWideKernelHasTheOneLaunchDispatchsParameterCount() {
-        PtxKernel ptx = PtxCompiler.compileCached(LaunchCostBenchmark.WIDE);
-        Matcher entry = Pattern.compile("\\.entry\\s+" + Pattern.quote(ptx.entryName()) + "\\s*\\(([^)]*)\\)")
-                .matcher(ptx.ptx());
-        assertTrue(entry.find(), ptx.ptx());
-        String[] params = entry.group(1).split(",");
-        assertEquals(35, params.length, entry.group(1));
-        assertEquals(18 + 1, java.util.Arrays.stream(params).filter(p -> p.contains(".u64") || p.contains(".s64"))
-                .count(), "18 pointers and a long: " + entry.group(1));
+        String[] params = entryParameters(LaunchCostBenchmark.WIDE);
+        assertEquals(35, params.length, String.join(",", params));
+        assertEquals(18 + 1, Arrays.stream(params).filter(p -> p.contains(".u64") || p.contains(".s64")).count(),
+                "18 pointers and a long: " + String.join(",", params));
+    }
+
+    @Test
+    void theKernelWritesItsTwoValues() {
+        assertWritesItsTwoValues(LaunchCostBenchmark.TOUCH, (out, other) ->
+                LaunchCostBenchmark.touchArgs(out, other, other, other), 1 + 7);
     }
 
     @Test
     void theWideKernelWritesItsTwoValues() {
+        assertWritesItsTwoValues(LaunchCostBenchmark.WIDE, LaunchCostBenchmark::wideArgs, 1 + 16);
+    }
+
+    /** The parameters of {@code kernel}'s PTX entry. */
+    private static String[] entryParameters(Kernel kernel) {
+        PtxKernel ptx = PtxCompiler.compileCached(kernel);
+        Matcher entry = Pattern.compile("\\.entry\\s+" + Pattern.quote(ptx.entryName()) + "\\s*\\(([^)]*)\\)")
+                .matcher(ptx.ptx());
+        assertTrue(entry.find(), ptx.ptx());
+        return entry.group(1).split(",");
+    }
+
+    /** Runs {@code kernel} on the CPU with its first buffer {@code out}: the int and the tag land there alone. */
+    private static void assertWritesItsTwoValues(Kernel kernel, BiFunction<Buf, Buf, Object[]> args, int sum) {
         try (Arena arena = Arena.ofShared(); CpuKernelRunner runner = new CpuKernelRunner()) {
             Buf out = Buf.allocate(arena, 64);
             Buf other = Buf.allocate(arena, 64);
-            runner.launch(LaunchCostBenchmark.WIDE, LaunchCostBenchmark.GRID, LaunchCostBenchmark.wideArgs(out, other));
-            assertEquals(1 + 16, out.getInt(0));
+            runner.launch(kernel, LaunchCostBenchmark.GRID, args.apply(out, other));
+            assertEquals(sum, out.getInt(0));
             assertEquals(0x1234_5678_9abcL, out.getLong(1));
             assertEquals(0, other.getLong(0), "the other buffers are only passed");
         }

@@ -56,9 +56,10 @@ import picocli.CommandLine.Unmatched;
 
 /**
  * Host time of one kernel launch from Java on CUDA device 0 (JMH, average time per launch), and of
- * the GPU handle's calls that launch a round's halves. The launch cases launch a trivial kernel ({@link #touch}: 12 parameters, 4 {@code Buf}s, 7 {@code int}s, a
- * {@code long}; one thread writes 12 bytes) with its arguments built once, as a caller holding
- * them would; boxing them is the caller's cost and not measured.
+ * the GPU handle's calls that launch a round's halves. The launch cases launch a trivial kernel
+ * ({@link #touch}: 12 parameters, 4 {@code Buf}s, 7 {@code int}s, a {@code long}; one thread
+ * writes 12 bytes) with its arguments built once, as a caller holding them would; boxing them is
+ * the caller's cost and not measured.
  *
  * <ul>
  *   <li>{@code launch}: {@link GpuKernelRunner#launch} with the pointer checks off, as the GPU

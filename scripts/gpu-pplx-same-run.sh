@@ -16,9 +16,12 @@
 # pplx-baseline-run<i>.json, each run's logs beside them, the GPU check's in check/. Prints the tables
 # (slowest rank, rank 0 in brackets; our graph lines against pplx-kernels' host-graph, our whole
 # lines against its host-plain) when python3 is there, also into $OUT/same-run-table.md.
+# Then, unless SAME_RUN_LAUNCH_COST=0, the host's launch cost on the same machine (LaunchCostBenchmark
+# with the W = 1 handle's calls, scripts/gpu-bench.sh's launch step, about 120 s) into
+# same-run/launch-cost/ (its JSON, launch-floor.json, the output), its summary printed.
 # Environment: SAME_RUN_WORLDS (default "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET
 # (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when the
-# check (if asked for) passed and every run wrote its results, else 1.
+# check (if asked for) passed and every run (and the launch cost) wrote its results, else 1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -58,6 +61,26 @@ for i in $(seq 1 "$repeats"); do
   cp "$work/pplx$i/pplx-build.log" "$dest/" 2>/dev/null
   tar -C "$work" -czf "$out/same-run.tgz" same-run
 done
+if [ "${SAME_RUN_LAUNCH_COST:-1}" = 1 ]; then
+  # the host's side of a half on this machine (LaunchCostBenchmark with the handle cases: the bridge
+  # gpu-ab.sh built, under MPS as the runs were), into same-run/launch-cost/
+  echo "== launch cost (KERNEL_BENCH=0 PHASE_BENCH=0 bash scripts/gpu-bench.sh, with the NVSHMEM bridge)"
+  mkdir -p "$dest/launch-cost"
+  (
+    # shellcheck disable=SC1091
+    source nvshmem-bridge/target/nvshmem-native/env.sh || exit 5
+    # shellcheck source=scripts/mps.sh
+    source scripts/mps.sh
+    export MPS_LOG="$dest/launch-cost/mps.log"
+    mps_start && mps_recover "before the launch cost"
+    OUT="$dest/launch-cost" KERNEL_BENCH=0 PHASE_BENCH=0 bash scripts/gpu-bench.sh
+    r=$?
+    mps_stop
+    exit $r
+  ) > "$dest/launch-cost/launch-cost.out" 2>&1 || { echo "the launch cost failed: see same-run/launch-cost/"; rc=1; }
+  grep -A12 "^launch cost (host time per call)" "$dest/launch-cost/launch-cost.out"
+  tar -C "$work" -czf "$out/same-run.tgz" same-run
+fi
 if command -v python3 >/dev/null 2>&1; then
   for timing in host-graph host-plain; do
     python3 scripts/pplx-table.py "$dest" --preset "${SAME_RUN_PRESET:-deepseek-v3}" --timing $timing

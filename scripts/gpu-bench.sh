@@ -85,8 +85,8 @@ kernel_rc=$rc
 # with pointer checks; CudaFunction.launch; cuStreamQuery for reference) and, where the NVSHMEM bridge
 # is there (MOECOMM_NVSHMEM_LIB: scripts/gpu-nvshmem-check.sh), of a W = 1 GPU handle's dispatch and
 # combine calls, whole and replayed; 3 x 1 s warm-up and 5 x 1 s measurement in one forked JVM per
-# benchmark (about 60 s, 140 s with the handle cases). The fork is JMH's default: this java, classpath and options (JAVA_OPTS:
-# --enable-native-access, the JavaCPP cache folder).
+# benchmark (about 60 s, 140 s with the handle cases). The fork is JMH's default: this java,
+# classpath and options (JAVA_OPTS: --enable-native-access, the JavaCPP cache folder).
 # Writes <results-dir>/<date>-<gpu>-gpu-launch-cost.json (JMH's JSON, never over an existing file)
 # and launch-cost.log; the JSON file is also copied into $OUT.
 #   LAUNCH_BENCH=0            skip this step

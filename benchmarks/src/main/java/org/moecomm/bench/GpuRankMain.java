@@ -14,6 +14,7 @@ import org.moecomm.bridge.cuda.CudaStream;
 import org.moecomm.core.DispatchInput;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
+import org.moecomm.core.check.CheckedRound;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
@@ -278,10 +279,7 @@ public final class GpuRankMain {
                 }
             }
             if (checked) {
-                ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), rank, h.memory(),
-                        buffers.dispatchOutput())
-                        .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
-                                buffers.out()));
+                ResultCheck.Report report = CheckedRound.outputs(buffers, workload);
                 if (!report.ok()) {
                     problems.add(spec + " round " + round + ": " + report);
                 }

@@ -6,6 +6,7 @@ import org.moecomm.core.DispatchInput;
 import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.Preset;
+import org.moecomm.core.check.CheckedRound;
 import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
@@ -39,10 +40,6 @@ final class HandleRound implements AutoCloseable {
     private boolean dispatched;
 
     HandleRound(boolean replayed) {
-        GpuBackend.Availability a = GpuBackend.availability();
-        if (!a.available()) {
-            throw new IllegalStateException("the GPU backend cannot be used: " + a.reason());
-        }
         MoeConfig config = PRESET.config(1, 1, TOKENS).build();
         long seed = ThreadLocalRandom.current().nextLong();
         workload = Workload.generate(config, seed, Workload.Options.defaults().tokens(TOKENS));
@@ -107,10 +104,7 @@ final class HandleRound implements AutoCloseable {
         buffers.runExperts();
         combine();
         stream.synchronize();
-        ResultCheck.Report report = ResultCheck.dispatch(workload.reference(), 0, handle.memory(),
-                buffers.dispatchOutput())
-                .and(ResultCheck.combine(workload.reference(), 0, workload.expertFunction(), handle.memory(),
-                        buffers.out()));
+        ResultCheck.Report report = CheckedRound.outputs(buffers, workload);
         if (!report.ok()) {
             throw new IllegalStateException("the W = 1 handle's round " + when + " differs from the reference: "
                     + report);

@@ -39,6 +39,19 @@ public final class CheckedRound {
         return run(buffers, workload, countInBuffer, true, () -> { });
     }
 
+    /**
+     * The dispatch and combine reports of the outputs in {@code buffers} as a round left them (the
+     * caller ran the round, with its outputs poisoned before it): for rounds run another way than
+     * {@link #run}, such as graph replays or a benchmark's timed rounds.
+     */
+    public static ResultCheck.Report outputs(RankBuffers buffers, Workload workload) {
+        MoeAllToAll h = buffers.handle();
+        int rank = h.rank();
+        return ResultCheck.dispatch(workload.reference(), rank, h.memory(), buffers.dispatchOutput())
+                .and(ResultCheck.combine(workload.reference(), rank, workload.expertFunction(), h.memory(),
+                        buffers.out()));
+    }
+
     private static ResultCheck.Report run(RankBuffers buffers, Workload workload, boolean countInBuffer, boolean whole,
                                           Runnable betweenHalves) {
         MoeAllToAll h = buffers.handle();

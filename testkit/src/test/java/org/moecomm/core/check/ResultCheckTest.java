@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -43,6 +44,22 @@ class ResultCheckTest {
         Outcome o = corrupted(b -> { });
         o.dispatch().assertOk();
         o.combine().assertOk();
+    }
+
+    @Test
+    void checkedRoundOutputsReportsBothHalvesOfARoundRunElsewhere() {
+        Workload w = Workload.generate(CONFIG, 11, Workload.Options.defaults().tokens(8));
+        List<ResultCheck.Report> reports = Harness.onAllRanks(CONFIG, (h, b) -> {
+            CheckedRound.runWhole(b, w, false).assertOk();
+            ResultCheck.Report intact = CheckedRound.outputs(b, w);
+            Buf counts = b.dispatchOutput().expertNumTokens().buf();
+            counts.setInt(1, counts.getInt(1) - 1);
+            b.out().buf().setByte(0, (byte) (b.out().buf().getByte(0) ^ 0x40));
+            return List.of(intact, CheckedRound.outputs(b, w));
+        }).getFirst();
+        reports.get(0).assertOk();
+        assertReports(reports.get(1), "expected pair(s) missing");
+        assertReports(reports.get(1), "element(s) differ from the reference");
     }
 
     @Test

@@ -12,7 +12,11 @@
 #                      ab/ab-<label>-kernels.json and ab/ab-<label>.log
 #   dir                the variant, .gpu-carry/variants/<dir>
 #   java options       for every JVM of the run (JAVA_TOOL_OPTIONS), e.g. -Dmoecomm.gpu.checkPointers=true
-#   bench args         the phase benchmark's options (PHASE_BENCH_ARGS), e.g. --presets deepseek-v3 --launch graph
+#   bench args         the phase benchmark's options (PHASE_BENCH_ARGS), e.g. --presets deepseek-v3 --launch graph;
+#                      or "launch-cost [JMH options]": the host's launch cost instead (the C++ floor and
+#                      LaunchCostBenchmark with the W = 1 handle's calls, LAUNCH_BENCH_ARGS the JMH options,
+#                      e.g. launch-cost -e Replay,PointerChecks,functionLaunch,streamQuery, its regexps):
+#                      ab/ab-<label>-launch-cost.json and ab/ab-<label>-launch-floor.json
 #   kernel-bench args  when given, the kernel benchmark runs with them instead of the phases
 #                      (KERNEL_BENCH_ARGS), e.g. --tokens 1,128,4096
 # A variant whose bridge sources (nvshmem-bridge/src/main/cpp/nvshmem, copied by make-ab-variant.sh)
@@ -58,7 +62,8 @@ while IFS='|' read -r label dir opts args kargs; do
   cp "$carry/variants/$dir"/moecomm-*.jar "$carry/lib/"
   run="$ab/run-$label"
   mkdir -p "$run"
-  kernel=0; phases=1
+  kernel=0; phases=1; launch=0; launch_args=
+  case "$args" in launch-cost*) launch=1; phases=0; launch_args=${args#launch-cost} ;; esac
   [ -n "$kargs" ] && kernel=1 && phases=0
   # a variant whose device functions differ from the bundle's runs with its own fatbin
   devfns="$MOECOMM_NVSHMEM_DEVFNS"
@@ -69,7 +74,7 @@ while IFS='|' read -r label dir opts args kargs; do
   fi
   mps_between "before run $label"
   MOECOMM_NVSHMEM_DEVFNS="$devfns" JAVA_TOOL_OPTIONS="$opts" OUT="$run" KERNEL_BENCH=$kernel PHASE_BENCH=$phases KERNEL_BENCH_ARGS="$kargs" \
-    LAUNCH_BENCH=0 PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
+    LAUNCH_BENCH=$launch LAUNCH_BENCH_ARGS="$launch_args" PHASE_DEMO=0 PHASE_WORLDS="${AB_WORLDS:-4}" PHASE_BENCH_ARGS="$args" \
     PHASE_RECORDED_BY="bash scripts/gpu-ab.sh, AB_SPECS line $label (variant $dir${opts:+, JAVA_TOOL_OPTIONS $opts})" \
     bash scripts/gpu-bench.sh > "$ab/ab/ab-$label.log" 2>&1
   echo "== $label ($dir; ${opts:-no options}; ${kargs:-$args}; device functions ${devfns##*/}): exit status $?"
@@ -79,7 +84,12 @@ while IFS='|' read -r label dir opts args kargs; do
   for f in "$run"/*-gpu-kernels*.json; do
     [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-kernels.json"
   done
-  grep -E "^[a-z0-9.-]+ +[0-9]+ +(plain|whole|graph) \||^(pack|scatter|gather|reduce) " "$ab/ab/ab-$label.log"
+  for f in "$run"/*-gpu-launch-cost*.json; do
+    [ -f "$f" ] && cp "$f" "$ab/ab/ab-$label-launch-cost.json"
+  done
+  [ -f "$run/launch-floor.json" ] && cp "$run/launch-floor.json" "$ab/ab/ab-$label-launch-floor.json"
+  grep -E "^[a-z0-9.-]+ +[0-9]+ +(plain|whole|graph) \||^(pack|scatter|gather|reduce) |^== launch floor|^  [a-zA-Z]+ +[0-9.]+ ± " \
+    "$ab/ab/ab-$label.log"
   # after every run, so that a run cut off by the caller's time limit keeps the ones before it
   tar -C "$ab" -czf "$out/ab.tgz" ab
 done <<< "${AB_SPECS:-}"

@@ -115,7 +115,7 @@ final class GpuBenchDevice implements BenchDevice {
 
     @Override
     public Runnable prepare(Kernel kernel, Grid grid, Object... args) {
-        return launcher(runner.function(runner.specialize(kernel, grid.threads(), args)), grid, args);
+        return runner.launcher(kernel, grid, args);
     }
 
     @Override

@@ -136,25 +136,25 @@ public final class PtxCompiler {
         for (int p = 1; p < params.length; p++) {
             Class<?> t = params[p];
             Kind k;
+            Integer constant = kernel.constants().get(p - 1);
             if (t == Buf.class) {
                 k = Kind.BUF;
-                String param = f.param("u64");
+                String param = f.param("u64", p - 1);
                 String raw = f.tmp("b64");
                 f.op("ld.param.u64 " + raw + ", [" + param + "]");
                 f.op("cvta.to.global.u64 " + f.reg(k, 'L', slot, frame) + ", " + raw);
             } else {
                 k = t == int.class ? Kind.INT : t == long.class ? Kind.LONG : Kind.FLOAT;
                 String type = t == int.class ? "u32" : t == long.class ? "u64" : "f32";
-                String param = f.param(type);
-                if (kernel.constants().containsKey(p - 1)) {
-                    // A specialisation constant: the parameter stays in the ABI, its value is compiled in
-                    // so that ptxas folds branches on it and unrolls loops it bounds.
-                    f.op("mov.u32 " + f.reg(k, 'L', slot, frame) + ", " + kernel.constants().get(p - 1));
+                if (constant != null) {
+                    // A specialisation constant: its value is compiled in, so that ptxas folds branches
+                    // on it and unrolls loops it bounds, and it leaves the entry's parameters, so that
+                    // a launch does not pass it (PtxKernel#passedPositions).
+                    f.op("mov.u32 " + f.reg(k, 'L', slot, frame) + ", " + constant);
                 } else {
-                    f.op("ld.param." + type + " " + f.reg(k, 'L', slot, frame) + ", [" + param + "]");
+                    f.op("ld.param." + type + " " + f.reg(k, 'L', slot, frame) + ", [" + f.param(type, p - 1) + "]");
                 }
             }
-            Integer constant = kernel.constants().get(p - 1);
             // A specialised parameter is a constant for the analysis too: branches on it are dropped.
             locals[slot] = constant != null ? Value.constant(k, constant) : Value.of(k);
             slot += k.slots;

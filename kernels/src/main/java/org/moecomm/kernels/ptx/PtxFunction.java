@@ -83,9 +83,13 @@ final class PtxFunction {
         return tmp("pred");
     }
 
-    /** Adds a kernel parameter of PTX type {@code type}; returns its name. */
-    String param(String type) {
-        String name = entryName + "_param_" + params.size();
+    /**
+     * Adds a kernel parameter of PTX type {@code type} for the kernel's argument at
+     * {@code position} (0: the first after the context); returns its name, which names the
+     * position, so that it stays the same where a specialised kernel leaves earlier arguments out.
+     */
+    String param(String type, int position) {
+        String name = entryName + "_param_" + position;
         params.add(".param ." + type + " " + name);
         return name;
     }

@@ -11,7 +11,10 @@ import org.moecomm.kernels.api.Kernel;
  * {@link org.moecomm.kernels.api.KernelContext}, in declaration order: a
  * {@link org.moecomm.kernels.api.Buf} is a {@code .param .u64} global device address, an
  * {@code int} a {@code .param .u32}, a {@code long} a {@code .param .u64}, a {@code float} a
- * {@code .param .f32}. Launch it on a grid of {@code blocksX x blocksY} blocks of
+ * {@code .param .f32}; an argument the kernel was specialised for (its {@link Kernel#constants()})
+ * is compiled in and has no parameter, so a launch passes the arguments at
+ * {@link #passedPositions()} only. Each parameter is named {@code <entryName>_param_<position>}.
+ * Launch it on a grid of {@code blocksX x blocksY} blocks of
  * {@code threads x 1 x 1} threads; its shared memory is static (no dynamic shared memory).
  *
  * @param kernel    the Java kernel it was compiled from
@@ -33,6 +36,16 @@ public record PtxKernel(Kernel kernel, String entryName, String ptx, List<String
     /** A self-contained module (no external device functions). */
     public PtxKernel(Kernel kernel, String entryName, String ptx) {
         this(kernel, entryName, ptx, List.of());
+    }
+
+    /**
+     * The positions (0: the first argument after the context) of the arguments the entry takes as
+     * parameters, in order: every argument but those the kernel was specialised for.
+     */
+    public int[] passedPositions() {
+        int arguments = kernel.method().getParameterCount() - 1;
+        return java.util.stream.IntStream.range(0, arguments)
+                .filter(i -> !kernel.constants().containsKey(i)).toArray();
     }
 
     @Override

@@ -34,8 +34,9 @@ import org.moecomm.kernels.ptx.PtxKernel;
  * Not thread-safe: use one runner per thread.
  */
 public final class GpuKernelRunner implements KernelRunner {
+    /** A loaded kernel; {@code parameters}: its argument types after the context, {@code passed}: {@link PtxKernel#passedPositions()}. */
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
-                          List<DeviceLibrary> libraries, int maxThreads) {
+                          int[] passed, List<DeviceLibrary> libraries, int maxThreads) {
     }
 
     /**
@@ -219,12 +220,36 @@ public final class GpuKernelRunner implements KernelRunner {
         Target t = target(kernel, arguments, grid.threads());
         Loaded l = loaded(t);
         t.kernel.checkThreads(grid, l.maxThreads());
-        int n = arguments.length;
+        int n = l.passed().length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
         }
-        pack(kernel, l.parameters(), arguments, slots, checkPointers ? deviceCheck : null);
+        pack(kernel, l.parameters(), arguments, l.passed(), slots, checkPointers ? deviceCheck : null);
         l.function().launch(stream, grid.blocksX(), grid.blocksY(), 1, grid.threads(), 1, 1, 0, slots, n);
+    }
+
+    /**
+     * A launch of {@code kernel} on {@code grid} with {@code args}, resolved, loaded, checked and
+     * packed now (as {@link #launch} does) and enqueued on {@link #stream()} each time it runs: one
+     * driver call, for timing a kernel without the runner's per-launch work. The arguments are
+     * read once; Buf contents may change between runs.
+     */
+    public Runnable launcher(Kernel kernel, Grid grid, Object... args) {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(grid, "grid");
+        ensureOpen();
+        Object[] arguments = args == null ? NO_ARGS : args;
+        Target t = target(kernel, arguments, grid.threads());
+        Loaded l = loaded(t);
+        t.kernel.checkThreads(grid, l.maxThreads());
+        MemorySegment packed = Arena.ofAuto().allocate(Math.max(1, l.passed().length) * (long) Long.BYTES, Long.BYTES);
+        pack(kernel, l.parameters(), arguments, l.passed(), packed, checkPointers ? deviceCheck : null);
+        long[] params = java.util.Arrays.copyOf(packed.toArray(ValueLayout.JAVA_LONG), l.passed().length);
+        CudaFunction f = l.function();
+        int gx = grid.blocksX();
+        int gy = grid.blocksY();
+        int threads = grid.threads();
+        return () -> f.launch(stream, gx, gy, 1, threads, 1, 1, 0, params);
     }
 
     /**
@@ -319,7 +344,8 @@ public final class GpuKernelRunner implements KernelRunner {
             if (sharedCarveout >= 0) {
                 function.setPreferredSharedCarveout(sharedCarveout);
             }
-            l = new Loaded(ptx, module, function, parameters, List.copyOf(needed), kernel.maxThreadsPerBlock());
+            l = new Loaded(ptx, module, function, parameters, ptx.passedPositions(), List.copyOf(needed),
+                    kernel.maxThreadsPerBlock());
         } catch (RuntimeException e) {
             for (DeviceLibrary lib : registered) {
                 run(new ArrayList<>(), () -> lib.unloading(module));
@@ -348,17 +374,21 @@ public final class GpuKernelRunner implements KernelRunner {
     }
 
     /**
-     * Writes {@code args} into the first 8-byte slots of {@code slots} by the {@link PtxKernel}
-     * ABI ({@code types}: the kernel's parameter types after the context), checking each
-     * {@code Buf} with {@code bufCheck} first (none when null). Runs on every launch: messages are
-     * built only on failure.
+     * Writes the arguments at {@code passed} (positions in {@code args}, ascending: those the
+     * compiled entry takes, {@link PtxKernel#passedPositions()}) into the first 8-byte slots of
+     * {@code slots}, in order, by the {@link PtxKernel} ABI ({@code types}: the kernel's parameter
+     * types after the context), checking each {@code Buf} with {@code bufCheck} first (none when
+     * null). The arguments left out are the values the kernel was compiled for (the launch's target
+     * matched them). Runs on every launch: messages are built only on failure.
      */
-    static void pack(Kernel kernel, Class<?>[] types, Object[] args, MemorySegment slots, BufCheck bufCheck) {
+    static void pack(Kernel kernel, Class<?>[] types, Object[] args, int[] passed, MemorySegment slots,
+                     BufCheck bufCheck) {
         if (args.length != types.length) {
             throw new IllegalArgumentException("kernel " + kernel + " takes " + types.length
                     + " arguments after the KernelContext, got " + args.length);
         }
-        for (int i = 0; i < args.length; i++) {
+        for (int s = 0; s < passed.length; s++) {
+            int i = passed[s];
             Object a = args[i];
             Class<?> t = types[i];
             long slot;
@@ -378,7 +408,7 @@ public final class GpuKernelRunner implements KernelRunner {
                         + (t == Buf.class ? "a Buf" : "a " + t.getName())
                         + ", got " + (a == null ? "null" : a.getClass().getName()));
             }
-            slots.setAtIndex(ValueLayout.JAVA_LONG, i, slot);
+            slots.setAtIndex(ValueLayout.JAVA_LONG, s, slot);
         }
     }
 

@@ -213,13 +213,8 @@ public final class GpuKernelRunner implements KernelRunner {
      */
     @Override
     public void launch(Kernel kernel, Grid grid, Object... args) {
-        Objects.requireNonNull(kernel, "kernel");
-        Objects.requireNonNull(grid, "grid");
-        ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
-        Target t = target(kernel, arguments, grid.threads());
-        Loaded l = loaded(t);
-        t.kernel.checkThreads(grid, l.maxThreads());
+        Loaded l = launched(kernel, grid, arguments);
         int n = l.passed().length;
         if ((long) n * Long.BYTES > slots.byteSize()) {
             slots = Arena.ofAuto().allocate(Math.max(n, 2 * slots.byteSize() / Long.BYTES) * Long.BYTES, Long.BYTES);
@@ -235,13 +230,8 @@ public final class GpuKernelRunner implements KernelRunner {
      * read once; Buf contents may change between runs.
      */
     public Runnable launcher(Kernel kernel, Grid grid, Object... args) {
-        Objects.requireNonNull(kernel, "kernel");
-        Objects.requireNonNull(grid, "grid");
-        ensureOpen();
         Object[] arguments = args == null ? NO_ARGS : args;
-        Target t = target(kernel, arguments, grid.threads());
-        Loaded l = loaded(t);
-        t.kernel.checkThreads(grid, l.maxThreads());
+        Loaded l = launched(kernel, grid, arguments);
         MemorySegment packed = Arena.ofAuto().allocate(Math.max(1, l.passed().length) * (long) Long.BYTES, Long.BYTES);
         pack(kernel, l.parameters(), arguments, l.passed(), packed, checkPointers ? deviceCheck : null);
         long[] params = java.util.Arrays.copyOf(packed.toArray(ValueLayout.JAVA_LONG), l.passed().length);
@@ -250,6 +240,17 @@ public final class GpuKernelRunner implements KernelRunner {
         int gy = grid.blocksY();
         int threads = grid.threads();
         return () -> f.launch(stream, gx, gy, 1, threads, 1, 1, 0, params);
+    }
+
+    /** The loaded kernel a launch of {@code kernel} on {@code grid} runs (loading it), its block size checked. */
+    private Loaded launched(Kernel kernel, Grid grid, Object[] arguments) {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(grid, "grid");
+        ensureOpen();
+        Target t = target(kernel, arguments, grid.threads());
+        Loaded l = loaded(t);
+        t.kernel.checkThreads(grid, l.maxThreads());
+        return l;
     }
 
     /**

@@ -34,7 +34,10 @@ import org.moecomm.kernels.ptx.PtxKernel;
  * Not thread-safe: use one runner per thread.
  */
 public final class GpuKernelRunner implements KernelRunner {
-    /** A loaded kernel; {@code parameters}: its argument types after the context, {@code passed}: {@link PtxKernel#passedPositions()}. */
+    /**
+     * A loaded kernel; {@code parameters}: its argument types after the context, {@code passed}:
+     * the positions of those a launch passes ({@link PtxKernel#passedPositions()}).
+     */
     private record Loaded(PtxKernel ptx, CudaModule module, CudaFunction function, Class<?>[] parameters,
                           int[] passed, List<DeviceLibrary> libraries, int maxThreads) {
     }

@@ -13,9 +13,9 @@ import java.lang.annotation.Target;
  * would; the compiled kernel has no parameter for it, so its launches pass the other arguments
  * only ({@link org.moecomm.kernels.ptx.PtxKernel#passedPositions()}). Use it for launch-invariant
  * values such as dtype codes, top-k or a handle's shapes (a division by one becomes a move, a
- * shift or a multiplication); not for a value that changes from
- * launch to launch, which would compile the kernel again each time. A kernel with such parameters
- * is also compiled for the block size of its launch, unless it is declared {@link AnyBlockSize}
+ * shift or a multiplication); not for a value that changes from launch to launch, which would
+ * compile the kernel again each time. A kernel with such parameters is also compiled for the
+ * block size of its launch, unless it is declared {@link AnyBlockSize}
  * ({@link Kernel#specializedFor(int[], Object[], int)}). On the JVM the parameter is an ordinary
  * argument.
  */

@@ -8,7 +8,8 @@ import picocli.CommandLine.Option;
 
 /**
  * The main job: a multi-rank dispatch + combine on the best backend present (the GPU backend,
- * W processes on one GPU, when CUDA and the NVSHMEM bridge are usable; else the CPU backend),
+ * W rank processes placed by {@code --gpus}: one GPU each where the node has W, else sharing, when
+ * CUDA and the NVSHMEM bridge are usable; else the CPU backend),
  * checked against the reference on the first and last round, with per-phase times and the
  * bytes moved.
  */

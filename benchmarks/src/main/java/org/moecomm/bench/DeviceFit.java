@@ -10,7 +10,7 @@ import org.moecomm.core.check.RankBuffers;
 import org.moecomm.core.gpu.SymmetricMemory;
 
 /**
- * Whether the configurations of a GPU run fit the one device its rank processes share, checked
+ * Whether the configurations of a GPU run fit the devices its rank processes run on, checked
  * before any process starts: a configuration whose buffers do not fit fails in ways that do not
  * name the memory (on an 80 GB H100, deepseek-v3 at W = 4 and 4096 tokens per rank ended in wait
  * timeouts: benchmarks/results/2026-12-06-row-copy-experiment/). Per rank: the caller's buffers
@@ -18,8 +18,8 @@ import org.moecomm.core.gpu.SymmetricMemory;
  * symmetric heap of its launch's largest configuration (a rank process sizes its heap once, for
  * that one), and {@link #PROCESS_BYTES}.
  *
- * @param deviceBytes the GPU's memory
- * @param ranksPerGpu the rank processes that share it
+ * @param deviceBytes the GPU's memory (the smallest of the GPUs used)
+ * @param ranksPerGpu the most rank processes that share one GPU
  */
 record DeviceFit(long deviceBytes, int ranksPerGpu) {
     /**
@@ -93,8 +93,9 @@ record DeviceFit(long deviceBytes, int ranksPerGpu) {
     /** What {@code misfits} means, for an error or a warning. */
     String describe(List<Misfit> misfits) {
         List<String> lines = misfits.stream().map(Misfit::toString).toList();
-        return String.format(Locale.ROOT, "%d configuration(s) that do not fit %d ranks on one GPU of %s:%n  %s",
-                misfits.size(), ranksPerGpu, gib(deviceBytes), String.join(System.lineSeparator() + "  ", lines));
+        String ranks = ranksPerGpu == 1 ? "one rank on a GPU" : ranksPerGpu + " ranks on one GPU";
+        return String.format(Locale.ROOT, "%d configuration(s) that do not fit %s of %s:%n  %s",
+                misfits.size(), ranks, gib(deviceBytes), String.join(System.lineSeparator() + "  ", lines));
     }
 
     /** The heap a rank process of {@code launch} starts with: its own choice ({@link GpuRankMain#heapFor}), sized as the backend sizes it. */

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,12 +17,15 @@ import org.moecomm.bridge.cuda.Cuda;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.core.launch.LocalLauncher;
+import org.moecomm.core.launch.LocalLauncher.GpuPlacement;
+import org.moecomm.core.launch.LocalLauncher.GpuPolicy;
 import org.moecomm.core.protocol.BufferLayout;
 
 /**
  * The GPU backend: W rank processes ({@link GpuRankMain}) started by {@link LocalLauncher} with
- * this JVM's {@code java} and class path, all on one GPU (NVSHMEM PEs sharing it, under MPS when
- * its daemon runs). One launch per preset, with a handle for each of that preset's token counts
+ * this JVM's {@code java} and class path, placed by a {@link GpuPolicy} (one GPU per rank where
+ * the node has them, NVLink between them; ranks that share a GPU run as NVSHMEM PEs under MPS
+ * when its daemon runs). One launch per preset, with a handle for each of that preset's token counts
  * inside it; the ranks' samples come back as files ({@link RankSamples}) and are combined here
  * (per round, the slowest rank), and so are the copy times every rank process measured before its
  * configurations (per copy the slowest rank: each launch's {@link CopyBaseline}).
@@ -33,22 +37,41 @@ final class GpuRunner implements Runner {
     private final Duration launchTimeout;
     private final PrintStream rankOutput;
     private final Class<?> rankMain;
+    private final GpuPolicy gpus;
 
-    GpuRunner(Duration launchTimeout, PrintStream rankOutput) {
-        this(launchTimeout, rankOutput, GpuRankMain.class);
+    GpuRunner(Duration launchTimeout, PrintStream rankOutput, GpuPolicy gpus) {
+        this(launchTimeout, rankOutput, GpuRankMain.class, gpus);
     }
 
     /** With another rank main class taking {@link GpuRankMain}'s arguments (tests). */
-    GpuRunner(Duration launchTimeout, PrintStream rankOutput, Class<?> rankMain) {
+    GpuRunner(Duration launchTimeout, PrintStream rankOutput, Class<?> rankMain, GpuPolicy gpus) {
         this.launchTimeout = launchTimeout;
         this.rankOutput = rankOutput;
         this.rankMain = rankMain;
+        this.gpus = gpus;
     }
 
-    /** How the ranks share the GPU, as recorded in results. */
+    /** How the ranks share the GPU, as recorded in results: W processes on one GPU. */
     static String mode(int world, boolean mps) {
-        return String.format(Locale.ROOT, "%d processes on 1 GPU %s", world,
-                mps ? "under MPS" : "time-sliced (no MPS daemon found)");
+        return mode(new GpuPlacement(Collections.nCopies(world, "0")), mps);
+    }
+
+    /**
+     * Where the ranks ran, as recorded in results: {@code W processes on 1 GPU under MPS} (the
+     * form of every earlier file), {@code W processes on N GPUs, one each}, or {@code W processes
+     * on N GPUs, up to k per GPU under MPS}.
+     */
+    static String mode(GpuPlacement placement, boolean mps) {
+        int world = placement.rankDevices().size();
+        String sharing = mps ? "under MPS" : "time-sliced (no MPS daemon found)";
+        if (placement.gpus() == 1) {
+            return String.format(Locale.ROOT, "%d processes on 1 GPU %s", world, sharing);
+        }
+        if (placement.ranksPerGpu() == 1) {
+            return String.format(Locale.ROOT, "%d processes on %d GPUs, one each", world, placement.gpus());
+        }
+        return String.format(Locale.ROOT, "%d processes on %d GPUs, up to %d per GPU %s", world, placement.gpus(),
+                placement.ranksPerGpu(), sharing);
     }
 
     /** Whether an MPS control daemon seems to run (its control pipe exists). */
@@ -58,18 +81,23 @@ final class GpuRunner implements Runner {
     }
 
     /**
-     * The configurations of {@code specs} whose buffers fit the GPU the ranks will share
-     * ({@link DeviceFit#runnable}: with {@code leaveOut} the others are left out, each named on
+     * The configurations of {@code specs} whose buffers fit the GPUs {@code gpus} places the ranks
+     * on ({@link DeviceFit#runnable}: with {@code leaveOut} the others are left out, each named on
      * {@code warnings}; without it they are refused), checked before any process starts, since such
-     * a configuration fails in ways that do not name the memory. The GPU is this process's first
-     * visible one, which the launcher's {@code SHARED} policy gives every rank. Without CUDA here
-     * nothing is checked (the ranks fail at their start, saying why).
+     * a configuration fails in ways that do not name the memory: the most ranks one GPU takes, on
+     * the smallest of the GPUs used (this process's visible ones, in the order the launcher uses
+     * them). Without CUDA here nothing is checked (the ranks fail at their start, saying why).
      */
-    static List<RunSpec> runnable(List<RunSpec> specs, boolean leaveOut, PrintStream warnings) {
+    static List<RunSpec> runnable(List<RunSpec> specs, GpuPolicy gpus, boolean leaveOut, PrintStream warnings) {
         if (!Cuda.isAvailable() || specs.isEmpty()) {
             return specs;
         }
-        return new DeviceFit(Cuda.deviceTotalMemory(0), specs.getFirst().world()).runnable(specs, leaveOut, warnings);
+        GpuPlacement placement = LocalLauncher.placement(gpus, specs.getFirst().world(), null);
+        long smallest = Long.MAX_VALUE;
+        for (int ordinal = 0; ordinal < placement.gpus(); ordinal++) {
+            smallest = Math.min(smallest, Cuda.deviceTotalMemory(ordinal));
+        }
+        return new DeviceFit(smallest, placement.ranksPerGpu()).runnable(specs, leaveOut, warnings);
     }
 
     /** The specs in launches: one per preset, in order of first appearance. */
@@ -96,7 +124,7 @@ final class GpuRunner implements Runner {
         if (specs.stream().anyMatch(s -> s.world() != world)) {
             throw new IllegalArgumentException("all configurations of a GPU run need the same world size");
         }
-        String mode = mode(world, mpsRunning(System.getenv()));
+        String mode = mode(LocalLauncher.placement(gpus, world, null), mpsRunning(System.getenv()));
         // results go back in the order of the specs, whatever the launches' order
         Map<RunSpec, List<Measurement>> byLaunch = new LinkedHashMap<>();
         for (List<RunSpec> launch : launches(specs)) {
@@ -123,7 +151,7 @@ final class GpuRunner implements Runner {
                     .mainClass(rankMain)
                     .classPath(LocalLauncher.classPathWith(rankMain, GpuRankMain.class, GpuBackend.class))
                     .jvmOption("-Xss4m")
-                    .gpuPolicy(LocalLauncher.GpuPolicy.SHARED)
+                    .gpuPolicy(gpus)
                     .output(rankOutput)
                     .timeout(launchTimeout)
                     .args(rankArgs(dir, plan, specs));

@@ -73,7 +73,7 @@ final class ResultCharts {
             }
         }
         JFreeChart chart = ChartFactory.createXYLineChart(String.format(Locale.ROOT,
-                "%s, W = %d on one GPU: median latency per half", PRESET, world), "tokens per rank", "us", data,
+                "%s, %s: median latency per half", PRESET, placementOf(ours, world)), "tokens per rank", "us", data,
                 PlotOrientation.VERTICAL, true, false, false);
         XYPlot plot = chart.getXYPlot();
         logAxes(plot, "median us (log scale)");
@@ -92,6 +92,13 @@ final class ResultCharts {
      * The short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}: H100;
      * several: joined by "/"); empty when no line names one.
      */
+    /** Where the ranks of W ran, from the lines' {@code mode} ("4 processes on 1 GPU under MPS"), else "W = 4". */
+    static String placementOf(List<JsonNode> lines, int world) {
+        String modes = lines.stream().filter(r -> r.path("world").asInt() == world).map(r -> r.path("mode").asText(""))
+                .filter(m -> !m.isBlank()).distinct().collect(Collectors.joining("/"));
+        return modes.isEmpty() ? "W = " + world : modes;
+    }
+
     static String gpuOf(List<JsonNode> lines) {
         return lines.stream().map(r -> r.path("gpu").asText("")).filter(g -> !g.isBlank())
                 .map(ResultCharts::shortGpuName).distinct().collect(Collectors.joining("/"));
@@ -130,7 +137,7 @@ final class ResultCharts {
             data.addSeries(copy);
         }
         JFreeChart chart = ChartFactory.createXYLineChart(String.format(Locale.ROOT,
-                "%s, W = %d on one GPU: device memory GB/s per half (plain launches)", PRESET, world),
+                "%s, %s: device memory GB/s per half (plain launches)", PRESET, placementOf(lines, world)),
                 "tokens per rank", "GB/s", data, PlotOrientation.VERTICAL, true, false, false);
         XYPlot plot = chart.getXYPlot();
         logAxes(plot, "GB/s read + written, all ranks (log scale)");

@@ -7,6 +7,7 @@ import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.core.launch.LaunchException;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -29,8 +30,11 @@ abstract class RunCommand implements Callable<Integer> {
 
     @Option(names = "--backend", defaultValue = "auto",
             description = "auto (the GPU backend when a CUDA GPU and the NVSHMEM bridge are usable, else cpu), cpu,"
-                    + " gpu (W processes on one GPU; fails when unavailable) (default: ${DEFAULT-VALUE}).")
+                    + " gpu (W rank processes, placed by --gpus; fails when unavailable) (default: ${DEFAULT-VALUE}).")
     String backend;
+
+    @Mixin
+    GpusOption gpus = new GpusOption();
 
     @Option(names = "--launch-timeout", defaultValue = "600",
             description = "GPU backend: bound in seconds of each launch of the rank processes (default: ${DEFAULT-VALUE}).")
@@ -81,7 +85,7 @@ abstract class RunCommand implements Callable<Integer> {
             plan = plan(choice.backend());
             specs = specs(choice.backend());
             if (choice.backend() == BackendChoice.Backend.GPU) {
-                specs = GpuRunner.runnable(specs, leavesOutWhatDoesNotFit(), err);
+                specs = GpuRunner.runnable(specs, gpus.policy, leavesOutWhatDoesNotFit(), err);
             }
         } catch (IllegalArgumentException e) {
             err.println("moecomm " + name() + ": " + e.getMessage());
@@ -101,7 +105,7 @@ abstract class RunCommand implements Callable<Integer> {
     Runner runner(BackendChoice.Choice choice) {
         return switch (choice.backend()) {
             case CPU -> new CpuRunner(err);
-            case GPU -> new GpuRunner(Duration.ofSeconds(launchTimeoutSeconds), err);
+            case GPU -> new GpuRunner(Duration.ofSeconds(launchTimeoutSeconds), err, gpus.policy);
         };
     }
 

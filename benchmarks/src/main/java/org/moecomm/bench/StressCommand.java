@@ -16,6 +16,7 @@ import org.moecomm.core.gpu.GpuBackend;
 import org.moecomm.core.launch.LaunchException;
 import org.moecomm.core.launch.LocalLauncher;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -23,7 +24,7 @@ import picocli.CommandLine.Model.CommandSpec;
 /**
  * {@code moecomm stress}: many rounds on one handle per rank, each with new random inputs and
  * checked in full ({@link StressRounds}), on the CPU backend (ranks as threads) or the GPU
- * backend (W processes on one GPU). Prints each rank's rounds, rows checked and failed rounds,
+ * backend (W rank processes, placed by {@code --gpus}). Prints each rank's rounds, rows checked and failed rounds,
  * writes the run as one JSON line (never over an existing file) and exits 0 only when every
  * round of every rank was right.
  */
@@ -41,6 +42,9 @@ final class StressCommand implements Callable<Integer> {
 
     @Option(names = "--world", defaultValue = "4", description = "Ranks, W (default: ${DEFAULT-VALUE}).")
     int world;
+
+    @Mixin
+    GpusOption gpus = new GpusOption();
 
     @Option(names = "--group", defaultValue = "1", description = "Ranks per token group, G (default: ${DEFAULT-VALUE}).")
     int group;
@@ -141,7 +145,7 @@ final class StressCommand implements Callable<Integer> {
                     .classPath(LocalLauncher.classPathWith(gpuRankMain, GpuStressMain.class, GpuBackend.class))
                     .jvmOption("-Xss4m")
                     .jvmOption("-Dmoecomm.log.level=WARN")
-                    .gpuPolicy(LocalLauncher.GpuPolicy.SHARED)
+                    .gpuPolicy(gpus.policy)
                     .output(err)
                     .timeout(Duration.ofSeconds(launchTimeoutSeconds))
                     .args(List.of(dir.toString(), run.encode()))

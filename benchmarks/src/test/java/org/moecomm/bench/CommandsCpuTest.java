@@ -20,6 +20,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.launch.LocalLauncher;
 import picocli.CommandLine;
 
 /**
@@ -64,6 +65,10 @@ class CommandsCpuTest {
         DemoCommand defaults = new DemoCommand();
         new CommandLine(defaults).parseArgs();
         assertEquals("auto", defaults.backend);
+        // the GPU backend's ranks: one GPU each where there are W, all on the one GPU where there is one
+        assertEquals(LocalLauncher.GpuPolicy.PER_RANK, defaults.gpus.policy);
+        new CommandLine(d).parseArgs("--gpus", "shared");
+        assertEquals(LocalLauncher.GpuPolicy.SHARED, d.gpus.policy);
         assertEquals(List.of(new RunSpec("deepseek-v3", 128, 4, 1, false, 1)), defaults.specs(BackendChoice.Backend.GPU));
         // warm-up until the JIT has compiled the host's code on the GPU, a few rounds on the CPU
         assertEquals(new RoundPlan(DemoCommand.GPU_WARMUP, 20, true, true), defaults.plan(BackendChoice.Backend.GPU));
@@ -277,6 +282,12 @@ class CommandsCpuTest {
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--world", "4", "--group", "3"));
         assertTrue(err().contains("group size 3 must divide the world size 4"), err());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--rounds", "0"));
+        errBytes.reset();
+        assertEquals(2, execute(new BenchCommand(), "--gpus", "all"));
+        assertTrue(err().contains("'all' is not one of shared, per-rank, none"), err());
+        errBytes.reset();
+        assertEquals(2, execute(new DemoCommand(), "--gpus", "none"));
+        assertTrue(err().contains("'none' leaves the ranks' GPUs to the caller; give shared or per-rank"), err());
     }
 
     @Test

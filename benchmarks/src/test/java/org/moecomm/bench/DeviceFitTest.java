@@ -38,6 +38,15 @@ class DeviceFitTest {
         assertEquals(List.of(), new DeviceFit(141 * GB, 4).misfits(List.of(sweep(4, 128, 2048, 4096))),
                 "an H200 holds them");
         assertEquals(List.of(), new DeviceFit(80 * GB, 2).misfits(List.of(sweep(2, 4096))), "two ranks on an H100");
+        assertEquals(List.of(), new DeviceFit(80 * GB, 1).misfits(List.of(sweep(4, 4096))), "one rank per H100");
+    }
+
+    @Test
+    void aRefusalSaysHowManyRanksShareAGpu() {
+        IllegalArgumentException one = assertThrows(IllegalArgumentException.class,
+                () -> new DeviceFit(GB, 1).runnable(sweep(4, 4096), false, System.err));
+        assertTrue(one.getMessage().startsWith("refused 1 configuration(s) that do not fit one rank on a GPU of 0.93 GiB"),
+                one.getMessage());
     }
 
     @Test

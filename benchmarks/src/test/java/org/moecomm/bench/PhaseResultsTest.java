@@ -22,6 +22,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.moecomm.bench.gpu.CopyBandwidth;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.gpu.GpuBackend;
+import org.moecomm.core.launch.LocalLauncher;
+import org.moecomm.core.launch.LocalLauncher.GpuPolicy;
 import org.moecomm.core.protocol.BufferLayout;
 
 /**
@@ -96,6 +98,14 @@ class PhaseResultsTest {
         List<String> args = GpuRunner.rankArgs(dir, PLAN, l.getFirst());
         assertEquals(List.of(dir.toString(), PLAN.encode(), specs.get(0).encode(), specs.get(2).encode()), args);
         assertEquals("4 processes on 1 GPU under MPS", GpuRunner.mode(4, true));
+        assertEquals("4 processes on 4 GPUs, one each",
+                GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 4, List.of("0", "1", "2", "3")), true));
+        assertEquals("8 processes on 4 GPUs, up to 2 per GPU under MPS",
+                GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 8, List.of("0", "1", "2", "3")), true));
+        assertEquals("3 processes on 2 GPUs, up to 2 per GPU time-sliced (no MPS daemon found)",
+                GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 3, List.of("0", "1")), false));
+        assertEquals(GpuRunner.mode(4, true),
+                GpuRunner.mode(LocalLauncher.placement(GpuPolicy.SHARED, 4, List.of("0", "1")), true));
         assertFalse(GpuRunner.mpsRunning(Map.of("CUDA_MPS_PIPE_DIRECTORY", dir.resolve("none").toString())));
     }
 
@@ -351,7 +361,7 @@ class PhaseResultsTest {
     void gpuRunnerLaunchesRankProcessesAndCombinesTheirFiles() throws Exception {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         java.io.PrintStream ranksOut = new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8);
-        GpuRunner runner = new GpuRunner(java.time.Duration.ofMinutes(2), ranksOut, FakeRankMain.class);
+        GpuRunner runner = new GpuRunner(java.time.Duration.ofMinutes(2), ranksOut, FakeRankMain.class, GpuPolicy.PER_RANK);
         List<RunSpec> specs = List.of(spec("deepseek-v2-lite", 1), spec("mixtral-8x7b", 2), spec("deepseek-v2-lite", 4),
                 spec("deepseek-v2-lite", 4, LaunchMode.GRAPH));
         List<Measurement> ms = runner.run(specs, PLAN);

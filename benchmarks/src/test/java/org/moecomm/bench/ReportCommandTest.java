@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -286,5 +287,15 @@ class ReportCommandTest {
         assertEquals("H100/H200", ResultCharts.gpuOf(List.of(JSON.readTree("{\"gpu\":\"NVIDIA H100 80GB HBM3\"}"),
                 JSON.readTree("{\"gpu\":\"NVIDIA H200\"}"))));
         assertEquals("", ResultCharts.gpuOf(List.of(JSON.readTree("{\"preset\":\"deepseek-v3\"}"))));
+    }
+
+    @Test
+    void theChartsSayWhereTheRanksRan() throws Exception {
+        List<JsonNode> lines = List.of(JSON.readTree("{\"world\":4,\"mode\":\"4 processes on 1 GPU under MPS\"}"),
+                JSON.readTree("{\"world\":4,\"mode\":\"4 processes on 1 GPU under MPS\"}"),
+                JSON.readTree("{\"world\":8,\"mode\":\"8 processes on 8 GPUs, one each\"}"));
+        assertEquals("4 processes on 1 GPU under MPS", ResultCharts.placementOf(lines, 4));
+        assertEquals("8 processes on 8 GPUs, one each", ResultCharts.placementOf(lines, 8));
+        assertEquals("W = 2", ResultCharts.placementOf(lines, 2));
     }
 }

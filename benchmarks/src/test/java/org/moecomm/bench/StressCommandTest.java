@@ -97,7 +97,8 @@ class StressCommandTest {
         cmd.gpuRankMain = FakeStressRankMain.class;
         CommandLine cl = Main.commandLine(cmd);
         int rc = cl.execute("--backend", "gpu", "--world", "2", "--rounds", "7", "--launch-timeout", "120",
-                "--out-dir", dir.toString());
+                "--gpus", "shared", "--out-dir", dir.toString());
+        assertEquals(org.moecomm.core.launch.LocalLauncher.GpuPolicy.SHARED, cmd.gpus.policy);
         String out = outBytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, rc, out + errBytes.toString(StandardCharsets.UTF_8));
         assertTrue(out.contains("rank 0: 7 rounds, 70 rows checked") && out.contains("rank 1: 7 rounds, 140 rows checked"),

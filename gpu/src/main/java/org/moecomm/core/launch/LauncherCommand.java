@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -109,28 +108,21 @@ final class LauncherCommand implements Callable<Integer> {
         }
     }
 
-    /** {@code shared}, {@code per-rank}, {@code none}: the policies' names in lower case with dashes. */
-    static String label(LocalLauncher.GpuPolicy p) {
-        return p.name().toLowerCase(Locale.ROOT).replace('_', '-');
-    }
-
     static final class PolicyNames implements Iterable<String> {
         @Override
         public Iterator<String> iterator() {
-            return java.util.Arrays.stream(LocalLauncher.GpuPolicy.values()).map(LauncherCommand::label).iterator();
+            return java.util.Arrays.stream(LocalLauncher.GpuPolicy.values()).map(LocalLauncher.GpuPolicy::label).iterator();
         }
     }
 
     static final class PolicyConverter implements CommandLine.ITypeConverter<LocalLauncher.GpuPolicy> {
         @Override
         public LocalLauncher.GpuPolicy convert(String value) {
-            for (LocalLauncher.GpuPolicy p : LocalLauncher.GpuPolicy.values()) {
-                if (label(p).equals(value.strip().toLowerCase(Locale.ROOT))) {
-                    return p;
-                }
+            try {
+                return LocalLauncher.GpuPolicy.byLabel(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
             }
-            throw new CommandLine.TypeConversionException("'" + value + "' is not one of " + String.join(", ",
-                    new PolicyNames()));
         }
     }
 }

@@ -20,6 +20,7 @@ import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -61,7 +62,24 @@ public final class LocalLauncher {
         /** Rank r on GPU {@code devices[r % devices.length]}. */
         PER_RANK,
         /** Leave {@code CUDA_VISIBLE_DEVICES} alone (CPU-only jobs, or a caller that sets it). */
-        NONE
+        NONE;
+
+        /** The policy's name on a command line: lower case with dashes ({@code per-rank}). */
+        public String label() {
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
+        }
+
+        /** The policy named {@code label} ({@link #label()}; case and surrounding spaces aside). */
+        public static GpuPolicy byLabel(String label) {
+            String l = label.strip().toLowerCase(Locale.ROOT);
+            for (GpuPolicy p : values()) {
+                if (p.label().equals(l)) {
+                    return p;
+                }
+            }
+            throw new IllegalArgumentException("'" + label + "' is not one of "
+                    + String.join(", ", Arrays.stream(values()).map(GpuPolicy::label).toList()));
+        }
     }
 
     /** Exit codes by rank and the wall time of a successful run. */
@@ -396,28 +414,12 @@ public final class LocalLauncher {
         e.put(LaunchEnv.LOCAL_WORLD_SIZE, Integer.toString(worldSize));
         e.put(LaunchEnv.RENDEZVOUS, rendezvous.address());
         e.put(LaunchEnv.RENDEZVOUS_TOKEN, rendezvous.token());
+        GpuPlacement placement = placement(gpuPolicy, worldSize, devices, parent);
         int perGpu = 1;
-        switch (gpuPolicy) {
-            case SHARED -> {
-                List<String> d = deviceList(parent);
-                e.put("CUDA_VISIBLE_DEVICES", d.getFirst());
-                perGpu = worldSize;
-            }
-            case PER_RANK -> {
-                List<String> d = deviceList(parent);
-                String mine = d.get(r % d.size());
-                e.put("CUDA_VISIBLE_DEVICES", mine);
-                int n = 0;
-                for (int o = 0; o < worldSize; o++) {
-                    if (d.get(o % d.size()).equals(mine)) {
-                        n++;
-                    }
-                }
-                perGpu = n;
-            }
-            case NONE -> {
-                // leave the GPU environment alone
-            }
+        if (!placement.rankDevices().isEmpty()) {
+            String mine = placement.rankDevices().get(r);
+            e.put("CUDA_VISIBLE_DEVICES", mine);
+            perGpu = placement.ranksOn(mine);
         }
         e.put(LaunchEnv.PES_PER_GPU, Integer.toString(perGpu));
         if (perGpu > 1 && !parent.containsKey("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) {
@@ -438,8 +440,54 @@ public final class LocalLauncher {
         }
     }
 
+    /**
+     * Where the ranks of a job run: rank r's GPU as a {@code CUDA_VISIBLE_DEVICES} entry, for every
+     * rank (empty under {@link GpuPolicy#NONE}, which leaves the variable alone).
+     */
+    public record GpuPlacement(List<String> rankDevices) {
+        public GpuPlacement {
+            rankDevices = List.copyOf(rankDevices);
+        }
+
+        /** The GPUs used (0 under {@link GpuPolicy#NONE}). */
+        public int gpus() {
+            return (int) rankDevices.stream().distinct().count();
+        }
+
+        /** The ranks that run on {@code device}. */
+        public int ranksOn(String device) {
+            return (int) rankDevices.stream().filter(device::equals).count();
+        }
+
+        /** The most ranks that share one GPU (1 where each has its own, or none is placed). */
+        public int ranksPerGpu() {
+            return rankDevices.stream().mapToInt(this::ranksOn).max().orElse(1);
+        }
+    }
+
+    /**
+     * Where {@code policy} puts {@code worldSize} ranks started from this process: over
+     * {@code devices} when given, else this process's {@code CUDA_VISIBLE_DEVICES} entries, else
+     * every GPU the driver sees ({@code SHARED}: the first of them for all).
+     */
+    public static GpuPlacement placement(GpuPolicy policy, int worldSize, List<String> devices) {
+        return placement(policy, worldSize, devices, System.getenv());
+    }
+
+    private static GpuPlacement placement(GpuPolicy policy, int worldSize, List<String> devices,
+                                          Map<String, String> parent) {
+        List<String> ranks = new ArrayList<>();
+        if (policy != GpuPolicy.NONE) {
+            List<String> d = deviceList(policy, devices, parent);
+            for (int r = 0; r < worldSize; r++) {
+                ranks.add(policy == GpuPolicy.SHARED ? d.getFirst() : d.get(r % d.size()));
+            }
+        }
+        return new GpuPlacement(ranks);
+    }
+
     /** The GPUs the policy distributes ranks over, as CUDA_VISIBLE_DEVICES entries. */
-    private List<String> deviceList(Map<String, String> parent) {
+    private static List<String> deviceList(GpuPolicy policy, List<String> devices, Map<String, String> parent) {
         if (devices != null && !devices.isEmpty()) {
             return devices;
         }
@@ -451,7 +499,7 @@ public final class LocalLauncher {
             }
         }
         int count = 1;
-        if (gpuPolicy == GpuPolicy.PER_RANK) {
+        if (policy == GpuPolicy.PER_RANK) {
             Cuda.Availability a = Cuda.availability();
             count = a.available() ? Math.max(1, a.deviceCount()) : 1;
         }

@@ -88,10 +88,6 @@ final class ResultCharts {
         return write(chart, dir.resolve("phase-latency-w" + world + ".png"));
     }
 
-    /**
-     * The short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}: H100;
-     * several: joined by "/"); empty when no line names one.
-     */
     /** Where the ranks of W ran, from the lines' {@code mode} ("4 processes on 1 GPU under MPS"), else "W = 4". */
     static String placementOf(List<JsonNode> lines, int world) {
         String modes = lines.stream().filter(r -> r.path("world").asInt() == world).map(r -> r.path("mode").asText(""))
@@ -99,6 +95,10 @@ final class ResultCharts {
         return modes.isEmpty() ? "W = " + world : modes;
     }
 
+    /**
+     * The short name of the GPU the lines were measured on ({@code "NVIDIA H100 80GB HBM3"}: H100;
+     * several: joined by "/"); empty when no line names one.
+     */
     static String gpuOf(List<JsonNode> lines) {
         return lines.stream().map(r -> r.path("gpu").asText("")).filter(g -> !g.isBlank())
                 .map(ResultCharts::shortGpuName).distinct().collect(Collectors.joining("/"));

@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,11 +48,6 @@ final class GpuRunner implements Runner {
         this.rankOutput = rankOutput;
         this.rankMain = rankMain;
         this.gpus = gpus;
-    }
-
-    /** How the ranks share the GPU, as recorded in results: W processes on one GPU. */
-    static String mode(int world, boolean mps) {
-        return mode(new GpuPlacement(Collections.nCopies(world, "0")), mps);
     }
 
     /**

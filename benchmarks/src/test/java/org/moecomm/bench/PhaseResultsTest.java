@@ -35,6 +35,11 @@ class PhaseResultsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final RoundPlan PLAN = new RoundPlan(2, 3, false, false);
 
+    /** W ranks on one GPU, as on a machine that has one. */
+    private static LocalLauncher.GpuPlacement oneGpu(int world) {
+        return LocalLauncher.placement(GpuPolicy.SHARED, world, List.of("0"));
+    }
+
     @Test
     void specsAndPlansSurviveTheCommandLine() {
         RunSpec s = new RunSpec("deepseek-v3", 128, 4, 2, true, 42);
@@ -97,14 +102,14 @@ class PhaseResultsTest {
         assertEquals(List.of(List.of(specs.get(0), specs.get(2)), List.of(specs.get(1))), l);
         List<String> args = GpuRunner.rankArgs(dir, PLAN, l.getFirst());
         assertEquals(List.of(dir.toString(), PLAN.encode(), specs.get(0).encode(), specs.get(2).encode()), args);
-        assertEquals("4 processes on 1 GPU under MPS", GpuRunner.mode(4, true));
+        assertEquals("4 processes on 1 GPU under MPS", GpuRunner.mode(oneGpu(4), true));
         assertEquals("4 processes on 4 GPUs, one each",
                 GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 4, List.of("0", "1", "2", "3")), true));
         assertEquals("8 processes on 4 GPUs, up to 2 per GPU under MPS",
                 GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 8, List.of("0", "1", "2", "3")), true));
         assertEquals("3 processes on 2 GPUs, up to 2 per GPU time-sliced (no MPS daemon found)",
                 GpuRunner.mode(LocalLauncher.placement(GpuPolicy.PER_RANK, 3, List.of("0", "1")), false));
-        assertEquals(GpuRunner.mode(4, true),
+        assertEquals(GpuRunner.mode(oneGpu(4), true),
                 GpuRunner.mode(LocalLauncher.placement(GpuPolicy.SHARED, 4, List.of("0", "1")), true));
         assertFalse(GpuRunner.mpsRunning(Map.of("CUDA_MPS_PIPE_DIRECTORY", dir.resolve("none").toString())));
     }
@@ -117,7 +122,7 @@ class PhaseResultsTest {
         writeRank(dir, 1, specs, new long[] {2_000, 5_000, 7_000}, List.of("rank 1 dispatch: 1 problem(s):\n  expert 3: count 2, expected 1"));
         List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
                 RankSamples.read(RankSamples.file(dir, 1)));
-        List<Measurement> ms = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(2, true));
+        List<Measurement> ms = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(oneGpu(2), true));
         assertEquals(2, ms.size());
         Measurement m = ms.getFirst();
         assertEquals("NVIDIA H200", m.device());
@@ -144,7 +149,7 @@ class PhaseResultsTest {
         List<RankSamples> ranks = List.of(RankSamples.read(RankSamples.file(dir, 0)),
                 RankSamples.read(RankSamples.file(dir, 1)));
         assertEquals(0, ranks.getFirst().samples(0)[Phases.COMBINE_RECV].length);
-        Measurement m = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(2, true)).getFirst();
+        Measurement m = GpuRunner.collect(specs, PLAN, ranks, GpuRunner.mode(oneGpu(2), true)).getFirst();
         assertEquals(mode, m.launch());
         for (int p : new int[] {Phases.DISPATCH_SEND, Phases.DISPATCH_RECV, Phases.COMBINE_SEND, Phases.COMBINE_RECV}) {
             assertFalse(m.phase(p).measured(), Phases.NAMES.get(p));
@@ -222,7 +227,7 @@ class PhaseResultsTest {
         // every rank copied 256 MiB, the slowest in 250 us: 2 x 2 x 256 MiB / 250 us = 4294.97 GB/s
         CopyBaseline copy = new CopyBaseline(CopyBandwidth.GPU_COPY, 256L << 20, 2, 250.0);
         Measurement m = Measurement.of(s, PLAN, traffic, List.of(fasterRankZero, samples), List.of(), "NVIDIA H200",
-                GpuRunner.mode(4, true), copy);
+                GpuRunner.mode(oneGpu(4), true), copy);
         JsonNode j = JSON.readTree(PhaseJson.line(m, new PhaseJson.Run("gpu", LocalDate.of(2026, 12, 2), "c0ffee",
                 "bash scripts/gpu-nvshmem-check.sh")));
         for (String k : List.of("preset", "tokens", "world", "group", "mode", "gpu", "commit", "command", "date",

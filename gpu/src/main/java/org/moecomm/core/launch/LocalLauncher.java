@@ -155,8 +155,9 @@ public final class LocalLauncher {
         List<Thread> pumps = new ArrayList<>();
         Thread hook = new Thread(() -> processes.forEach(p -> stop(p, Duration.ZERO)), "moecomm-launcher-shutdown");
         try (RendezvousServer rendezvous = RendezvousServer.start()) {
+            GpuPlacement placement = placement(gpuPolicy, worldSize, devices);
             for (int r = 0; r < worldSize; r++) {
-                rankEnvs.add(rankEnvironment(r, rendezvous));
+                rankEnvs.add(rankEnvironment(r, rendezvous, placement));
             }
             Runtime.getRuntime().addShutdownHook(hook);
             for (int r = 0; r < worldSize; r++) {
@@ -404,8 +405,8 @@ public final class LocalLauncher {
         return inherited;
     }
 
-    /** The environment changes of rank {@code r} (on top of this process's environment). */
-    Map<String, String> rankEnvironment(int r, RendezvousServer rendezvous) {
+    /** The environment changes of rank {@code r} (on top of this process's environment), placed by {@code placement}. */
+    private Map<String, String> rankEnvironment(int r, RendezvousServer rendezvous, GpuPlacement placement) {
         Map<String, String> parent = System.getenv();
         Map<String, String> e = new LinkedHashMap<>();
         e.put(LaunchEnv.RANK, Integer.toString(r));
@@ -414,7 +415,6 @@ public final class LocalLauncher {
         e.put(LaunchEnv.LOCAL_WORLD_SIZE, Integer.toString(worldSize));
         e.put(LaunchEnv.RENDEZVOUS, rendezvous.address());
         e.put(LaunchEnv.RENDEZVOUS_TOKEN, rendezvous.token());
-        GpuPlacement placement = placement(gpuPolicy, worldSize, devices, parent);
         int perGpu = 1;
         if (!placement.rankDevices().isEmpty()) {
             String mine = placement.rankDevices().get(r);
@@ -471,14 +471,9 @@ public final class LocalLauncher {
      * every GPU the driver sees ({@code SHARED}: the first of them for all).
      */
     public static GpuPlacement placement(GpuPolicy policy, int worldSize, List<String> devices) {
-        return placement(policy, worldSize, devices, System.getenv());
-    }
-
-    private static GpuPlacement placement(GpuPolicy policy, int worldSize, List<String> devices,
-                                          Map<String, String> parent) {
         List<String> ranks = new ArrayList<>();
         if (policy != GpuPolicy.NONE) {
-            List<String> d = deviceList(policy, devices, parent);
+            List<String> d = deviceList(policy, devices, System.getenv());
             for (int r = 0; r < worldSize; r++) {
                 ranks.add(policy == GpuPolicy.SHARED ? d.getFirst() : d.get(r % d.size()));
             }

@@ -10,8 +10,10 @@ libraries' slowest rank per sample against each other, rank 0's median in bracke
 pplx-kernels' way of timing and with it ours: host-graph (each half replayed from a CUDA graph
 after a host barrier) against our graph lines, host-plain (each half launched from the host, one
 kernel) against our whole lines (dispatch and combine each one call launched from the host),
-stream (its own loop) against our graph lines. The second table gives pplx-kernels' own loop
-(stream) for reference. Only lines whose outputs were checked ("verified": true) count.
+stream (its own loop) against our graph lines. A line under it counts the pairs of cell and
+operation where ours is lower (by the means of the runs, slowest rank and rank 0), the smallest
+margin, and the pairs where every run of ours is below every run of pplx-kernels. The second table
+gives pplx-kernels' own loop (stream) for reference. Only lines whose outputs were checked ("verified": true) count.
 """
 import argparse
 import glob
@@ -58,6 +60,34 @@ def theirs(lines, op):
     return pair(mean([o[op]['slowestMedianUs'] for o in lines]), mean([o[op]['rank0MedianUs'] for o in lines]))
 
 
+def verdict(cells, mine, pplx, timing):
+    """One line: in how many cells and operations ours is lower, the smallest margin, and where every
+    run of ours lies below every run of pplx-kernels (slowest rank)."""
+    compared = lower = lower0 = apart = 0
+    smallest = None
+    for w, t in cells:
+        got, lines = mine.get((w, t), []), pplx.get((timing, w, t), [])
+        if not got or not lines:
+            continue
+        for op in ('dispatch', 'combine'):
+            ours_runs = [o[f'{op}MedianUs'] for o in got]
+            theirs_runs = [o[op]['slowestMedianUs'] for o in lines]
+            margin = mean(theirs_runs) - mean(ours_runs)
+            compared += 1
+            lower += margin > 0
+            lower0 += (mean([o[op]['rank0MedianUs'] for o in lines])
+                       > mean([o.get(f'rank0{op.capitalize()}MedianUs') or float('inf') for o in got]))
+            apart += max(ours_runs) < min(theirs_runs)
+            if smallest is None or margin < smallest[0]:
+                smallest = (margin, w, t, op)
+    if not compared:
+        return 'no cell has results of both libraries'
+    margin, w, t, op = smallest
+    return (f'ours lower in {lower} of {compared} (cell, operation) pairs by the slowest rank, {lower0} of '
+            f'{compared} by rank 0; smallest margin {margin:.1f} us (W = {w}, {t} token{"s" if t != 1 else ""}, {op}); every run of '
+            f'ours below every run of pplx-kernels in {apart} of {compared}')
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('directory')
@@ -79,6 +109,8 @@ def main():
         got, lines = mine.get((w, t), []), pplx.get((args.timing, w, t), [])
         print(f'| {w} | {t} | {ours(got, "dispatch")} | {theirs(lines, "dispatch")} '
               f'| {ours(got, "combine")} | {theirs(lines, "combine")} |')
+    print()
+    print(verdict(cells, mine, pplx, args.timing))
     print()
     print("pplx-kernels' own loop (stream): slowest rank (rank 0)")
     print()

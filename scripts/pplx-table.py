@@ -13,7 +13,8 @@ kernel) against our whole lines (dispatch and combine each one call launched fro
 stream (its own loop) against our graph lines. A line under it counts the pairs of cell and
 operation where ours is lower (by the means of the runs, slowest rank and rank 0), the smallest
 margin, and the pairs where every run of ours is below every run of pplx-kernels. The second table
-gives pplx-kernels' own loop (stream) for reference. Only lines whose outputs were checked ("verified": true) count.
+gives pplx-kernels' own loop (stream) for reference. Only lines whose outputs were checked
+("verified": true) count.
 """
 import argparse
 import glob
@@ -83,9 +84,10 @@ def verdict(cells, mine, pplx, timing):
     if not compared:
         return 'no cell has results of both libraries'
     margin, w, t, op = smallest
+    where = f'W = {w}, {t} token{"s" if t != 1 else ""}, {op}'
     return (f'ours lower in {lower} of {compared} (cell, operation) pairs by the slowest rank, {lower0} of '
-            f'{compared} by rank 0; smallest margin {margin:.1f} us (W = {w}, {t} token{"s" if t != 1 else ""}, {op}); every run of '
-            f'ours below every run of pplx-kernels in {apart} of {compared}')
+            f'{compared} by rank 0; smallest margin {margin:.1f} us ({where}); every run of ours below every '
+            f'run of pplx-kernels in {apart} of {compared}')
 
 
 def main():

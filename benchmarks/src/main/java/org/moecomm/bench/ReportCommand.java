@@ -236,8 +236,8 @@ final class ReportCommand implements Callable<Integer> {
                         + " rank 0's own medians, the figure pplx-kernels' benchmark reports; launch plain: every call"
                         + " launched from the host (the halves' send and recv apart), graph: each half replayed from a"
                         + " CUDA graph, its send and recv not timed apart (`--launch whole`, not in this table, launches"
-                        + " each half as one call from the host); GB/s per rank: BENCHMARKS.md's logical bytes over the whole operation's median,"
-                        + " the world's over W):\n\n"
+                        + " each half as one call from the host); GB/s per rank: BENCHMARKS.md's logical bytes over the"
+                        + " whole operation's median, the world's over W):\n\n"
                         + "| preset | W | mode | tokens/rank | launch |");
         // one column per phase, named and ordered as Phases.KEYS
         for (String name : Phases.NAMES) {

@@ -35,8 +35,8 @@ class PhaseResultsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final RoundPlan PLAN = new RoundPlan(2, 3, false, false);
 
-    /** W ranks on one GPU, as on a machine that has one. */
-    private static LocalLauncher.GpuPlacement oneGpu(int world) {
+    /** W ranks on one GPU, as on a machine that has one (also for the other tests of results). */
+    static LocalLauncher.GpuPlacement oneGpu(int world) {
         return LocalLauncher.placement(GpuPolicy.SHARED, world, List.of("0"));
     }
 

@@ -34,12 +34,6 @@ class ReportCommandTest {
     Path tmp;
 
     /** Every phase value lands under its own header (they once came in another order than the headers). */
-    /** W ranks on one GPU, as on a machine that has one. */
-    private static org.moecomm.core.launch.LocalLauncher.GpuPlacement oneGpu(int world) {
-        return org.moecomm.core.launch.LocalLauncher.placement(
-                org.moecomm.core.launch.LocalLauncher.GpuPolicy.SHARED, world, List.of("0"));
-    }
-
     @Test
     void phaseColumnsMatchTheirHeaders() throws Exception {
         StringBuilder line = new StringBuilder("{\"preset\":\"p\",\"world\":4,\"mode\":\"m\",\"tokens\":8,\"verified\":true");
@@ -160,7 +154,7 @@ class ReportCommandTest {
         CopyBaseline copy = new CopyBaseline("cuMemcpyDtoDAsync", 1_000_000_000L, 2, 1000.0);
         return Measurement.of(spec, plan, TrafficModel.of(spec.workload(),
                 new org.moecomm.core.protocol.BufferLayout(spec.config())), List.<long[][]>of(samples), List.of(),
-                "NVIDIA H200", GpuRunner.mode(oneGpu(2), true), copy);
+                "NVIDIA H200", GpuRunner.mode(PhaseResultsTest.oneGpu(2), true), copy);
     }
 
     /** Graph lines: launch "graph", the send/recv columns "-" (null in the JSON), the whole halves in theirs. */

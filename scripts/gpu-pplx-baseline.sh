@@ -11,7 +11,9 @@
 #
 # and carried with the run. Builds pplx-kernels' NVSHMEM all-to-all (AllToAllInterNode) with the
 # program against the NVSHMEM wheel, starts MPS, and for each world size and token count runs W
-# processes on the GPU: one JSON line per way of timing (stream: pplx-kernels' loop; host-plain and
+# processes, placed on the GPUs as `moecomm bench --gpus` places its ranks (PPLX_GPUS: per-rank, the
+# default, one GPU each on a machine of W GPUs and all on the GPU of a machine with one; or shared):
+# one JSON line per way of timing (stream: pplx-kernels' loop; host-plain and
 # host-graph: ours) with rank 0's and the slowest rank's medians and p90s, into
 # $OUT/pplx-baseline.json, each run's output checked against the inputs first.
 # Environment: PPLX_WORLDS (default "4 2"), PPLX_TOKENS (default "1 8 32 128"), PPLX_SAMPLES

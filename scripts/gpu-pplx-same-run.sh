@@ -20,8 +20,11 @@
 # with the W = 1 handle's calls, scripts/gpu-bench.sh's launch step, about 120 s) into
 # same-run/launch-cost/ (its JSON, launch-floor.json, the output), its summary printed.
 # Environment: SAME_RUN_WORLDS (default "4 2"), SAME_RUN_TOKENS (default 1,8,32,128), SAME_RUN_PRESET
-# (default deepseek-v3), and those of the two scripts (PPLX_SAMPLES, ...). Exit status: 0 when the
-# check (if asked for) passed and every run (and the launch cost) wrote its results, else 1.
+# (default deepseek-v3), SAME_RUN_GPUS (default per-rank: both libraries' processes placed alike, one
+# GPU each on a machine of W GPUs, all on the GPU of a machine with one; or shared: all on the
+# first GPU; our --gpus and pplx-kernels' PPLX_GPUS), and those of the two scripts (PPLX_SAMPLES,
+# ...). Exit status: 0 when the check (if asked for) passed and every run (and the launch cost)
+# wrote its results, else 1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -30,12 +33,13 @@ mkdir -p "$out"
 repeats="${SAME_RUN_REPEATS:-2}"
 worlds="${SAME_RUN_WORLDS:-4 2}"
 tokens="${SAME_RUN_TOKENS:-1,8,32,128}"
-bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph,whole --tokens $tokens"
+gpus="${SAME_RUN_GPUS:-per-rank}"
+bench="--presets ${SAME_RUN_PRESET:-deepseek-v3} --launch graph,whole --tokens $tokens --gpus $gpus"
 work=$(mktemp -d "${TMPDIR:-/tmp}/moecomm-same-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 dest="$work/same-run"
 mkdir -p "$dest"
-export PPLX_BUILD_DIR="$work/pplx-bin" PPLX_WORLDS="$worlds" PPLX_TOKENS="${tokens//,/ }"
+export PPLX_BUILD_DIR="$work/pplx-bin" PPLX_WORLDS="$worlds" PPLX_TOKENS="${tokens//,/ }" PPLX_GPUS="$gpus"
 rc=0
 for i in $(seq 1 "$repeats"); do
   label=ours; [ "$i" = 1 ] || label="ours$i"

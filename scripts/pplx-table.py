@@ -12,9 +12,10 @@ after a host barrier) against our graph lines, host-plain (each half launched fr
 kernel) against our whole lines (dispatch and combine each one call launched from the host),
 stream (its own loop) against our graph lines. A line under it counts the pairs of cell and
 operation where ours is lower (by the means of the runs, slowest rank and rank 0), the smallest
-margin, and the pairs where every run of ours is below every run of pplx-kernels. The second table
-gives pplx-kernels' own loop (stream) for reference. Only lines whose outputs were checked
-("verified": true) count.
+margin, and the pairs where every run of ours is below every run of pplx-kernels. A line above it
+says where each library's processes ran (the results' "mode") and warns where they ran otherwise
+for a world size. The second table gives pplx-kernels' own loop (stream) for reference. Only lines
+whose outputs were checked ("verified": true) count.
 """
 import argparse
 import glob
@@ -90,6 +91,26 @@ def verdict(cells, mine, pplx, timing):
             f'run of pplx-kernels in {apart} of {compared}')
 
 
+def placement(mine, pplx, timing):
+    """Where the processes ran, per world size ("mode" of the lines compared), and a warning for a W
+    where the two libraries ran otherwise: their figures would not be of one setup."""
+    modes = defaultdict(lambda: (set(), set()))
+    for (w, _), got in mine.items():
+        modes[w][0].update(o.get('mode', '?') for o in got)
+    for (way, w, _), lines in pplx.items():
+        if way == timing:
+            modes[w][1].update(o.get('mode', '?') for o in lines)
+    out = []
+    for w in sorted(modes, reverse=True):
+        ours_m, theirs_m = modes[w]
+        if ours_m == theirs_m or not ours_m or not theirs_m:
+            out.append(f'W = {w}: ' + '; '.join(sorted(ours_m | theirs_m)))
+        else:
+            out.append(f'W = {w}: WARNING, placed otherwise: ours {"; ".join(sorted(ours_m))}, '
+                       f'pplx-kernels {"; ".join(sorted(theirs_m))}')
+    return 'where the processes ran: ' + '. '.join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('directory')
@@ -104,6 +125,7 @@ def main():
     if not cells:
         raise SystemExit(f'no results in {args.directory}')
     print(f'slowest rank (rank 0), pplx-kernels timed {args.timing}, ours launched {launch}')
+    print(placement(mine, pplx, args.timing))
     print()
     print('| W | tokens | ours dispatch | pplx dispatch | ours combine | pplx combine |')
     print('|---|---|---|---|---|---|')

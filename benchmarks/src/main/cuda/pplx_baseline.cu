@@ -4,9 +4,12 @@
 // class, its NVSHMEM path, which the reference figures of BENCHMARKS.md measured); none of its
 // code is part of this project, this program only calls its API.
 //
-//   pplx_baseline W TOKENS [SAMPLES]
+//   [PPLX_GPUS=per-rank|shared] pplx_baseline W TOKENS [SAMPLES]
 //
-// Forks W processes before any CUDA call; each sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to 100 / W,
+// Forks W processes before any CUDA call, placed on the GPUs as our benchmark places its ranks
+// (rank_placement.h; PPLX_GPUS=per-rank, the default, or shared, as `moecomm bench --gpus`: one
+// GPU each on a machine of W GPUs, all on the one GPU of a machine with one, ranks that share a GPU
+// with 100 / (ranks on it) percent of its SMs under MPS); each
 // joins one NVSHMEM job through a unique id shared in memory, and builds the deepseek-v3 shape
 // (256 experts, top-8, hidden 7168, fp8 e4m3 tokens with an fp32 scale per 128, bf16 out) with
 // m = TOKENS on every rank and uniformly random distinct experts per token (seeded by the rank).
@@ -30,6 +33,7 @@
 #include "all_to_all/internode.h"
 #include "core/buffer.h"
 #include "forked_ranks.h"
+#include "rank_placement.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -363,9 +367,9 @@ int runWay(Shared* s, Rank& r, int way, int samples, long* epoch, const std::vec
     return 0;
 }
 
-int runProcess(Shared* s, int rank, int world, int m, int samples) {
+int runProcess(Shared* s, const RankPlacement& placement, int rank, int world, int m, int samples) {
     g_rank = rank;
-    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(100 / world).c_str(), 1);
+    placement.apply(rank);
     setenv("NVSHMEM_REMOTE_TRANSPORT", "none", 1);
     setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
     // pplx-kernels sizes its combine buffers for every token at every expert in fp32
@@ -474,15 +478,22 @@ int main(int argc, char** argv) {
     int samples = argc > 3 ? std::atoi(argv[3]) : 200;
     if (argc < 3 || argc > 4 || world < 2 || world > kMaxWorld || kExperts % world != 0 || tokens < 1
         || tokens > 1024 || samples < 10 || samples > kMaxSamples - kWarmup) {
-        std::fprintf(stderr, "usage: pplx_baseline W TOKENS [SAMPLES] (2 <= W <= %d, W divides %d, 1 <= TOKENS <= 1024, "
+        std::fprintf(stderr, "usage: [PPLX_GPUS=per-rank|shared] pplx_baseline W TOKENS [SAMPLES] (2 <= W <= %d, W divides %d, 1 <= TOKENS <= 1024, "
                      "10 <= SAMPLES <= %d)\n", kMaxWorld, kExperts, kMaxSamples - kWarmup);
+        return 2;
+    }
+    const char* policy = std::getenv("PPLX_GPUS");
+    RankPlacement placement = placeRanks(world, policy != nullptr ? policy : "per-rank");
+    if (placement.rankDevices.empty()) {
+        std::fprintf(stderr, "pplx_baseline: PPLX_GPUS is '%s', give per-rank or shared\n", policy);
         return 2;
     }
     Shared* s = mapShared<Shared>();
     if (s == nullptr) {
         return 1;
     }
-    int failed = runForked(&s->sync, world, [&](int rank) { return runProcess(s, rank, world, tokens, samples); });
+    int failed = runForked(&s->sync, world,
+                           [&](int rank) { return runProcess(s, placement, rank, world, tokens, samples); });
     for (int rank = 0; rank < world; rank++) {
         if (s->problem[rank][0] != 0) {
             std::fprintf(stderr, "pplx_baseline: W = %d, %d tokens, rank %d: %s\n", world, tokens, rank, s->problem[rank]);
@@ -499,9 +510,8 @@ int main(int argc, char** argv) {
     const char* pplxCommit = std::getenv("PPLX_KERNELS_COMMIT");
     char record[512];
     std::snprintf(record, sizeof(record),
-                  "\"gpu\": \"%s\", \"mode\": \"%d processes on 1 GPU under MPS\", \"date\": \"%s\", "
-                  "\"pplxCommit\": \"%s\"",
-                  s->gpu, world, date, pplxCommit != nullptr ? pplxCommit : "unknown");
+                  "\"gpu\": \"%s\", \"mode\": \"%s\", \"date\": \"%s\", \"pplxCommit\": \"%s\"",
+                  s->gpu, placement.mode().c_str(), date, pplxCommit != nullptr ? pplxCommit : "unknown");
     for (int way = 0; way < kWays; way++) {
         if (s->wayRan[way] == 0) {
             std::printf("{\"library\": \"pplx-kernels\", \"world\": %d, \"tokens\": %d, \"timing\": \"%s\", "

@@ -28,8 +28,8 @@ inline bool spinBarrier(RankSync* sync, long epoch, int world) {
     return sync->failed.load() == 0;
 }
 
-// A T (which starts with a RankSync) value-initialised in memory shared with the processes to be
-// forked; nullptr when it could not be mapped.
+// A T (a program's shared state starts with a RankSync) value-initialised in memory shared with the
+// processes to be forked, mapped for the rest of the process; nullptr when it could not be mapped.
 template <typename T>
 T* mapShared() {
     void* mem = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

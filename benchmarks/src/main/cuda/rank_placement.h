@@ -5,7 +5,6 @@
 // libraries of a same-run comparison are placed alike on a machine of one GPU or of several.
 #pragma once
 
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +13,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
+
+#include "forked_ranks.h"
 
 struct RankPlacement {
     std::vector<std::string> rankDevices; // rank r's CUDA_VISIBLE_DEVICES entry
@@ -69,12 +69,10 @@ struct RankPlacement {
 // The GPUs the driver sees, counted in a child process so that this one makes no CUDA call before
 // it forks its ranks (a CUDA context does not survive a fork); 1 when it cannot tell.
 inline int deviceCountFromChild() {
-    void* mem = mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
+    int* count = mapShared<int>();
+    if (count == nullptr) {
         return 1;
     }
-    int* count = static_cast<int*>(mem);
-    *count = 0;
     pid_t pid = fork();
     if (pid == 0) {
         int n = 0;
@@ -85,9 +83,7 @@ inline int deviceCountFromChild() {
         int status = 0;
         waitpid(pid, &status, 0);
     }
-    int n = std::max(1, *count);
-    munmap(mem, sizeof(int));
-    return n;
+    return std::max(1, *count);
 }
 
 // The placement of `world` ranks by `policy` ("per-rank" or "shared"); an empty one for another word.

@@ -18,10 +18,10 @@ record RoundPlan(int warmup, int rounds, boolean checkLast, boolean expertsEvery
     RoundPlan {
         Objects.requireNonNull(start, "start");
         if (warmup < 0) {
-            throw new IllegalArgumentException("warm-up rounds must be >= 0, got " + warmup);
+            throw new IllegalArgumentException("warm-up rounds (--warmup) must be >= 0, got " + warmup);
         }
         if (rounds < 1) {
-            throw new IllegalArgumentException("timed rounds must be >= 1, got " + rounds);
+            throw new IllegalArgumentException("timed rounds (--rounds) must be >= 1, got " + rounds);
         }
     }
 

@@ -186,7 +186,7 @@ class CommandsCpuTest {
         BenchCommand device = new BenchCommand();
         new CommandLine(device).parseArgs("--start", "device", "--presets", "mixtral-8x7b", "--tokens", "2");
         assertEquals(RoundStart.DEVICE, device.plan(BackendChoice.Backend.GPU).start());
-        assertEquals(1, device.specs(BackendChoice.Backend.GPU).size() / 2);
+        assertEquals(2, device.specs(BackendChoice.Backend.GPU).size(), "one configuration, replayed and launched");
         IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> device.specs(BackendChoice.Backend.CPU));
         assertTrue(e.getMessage().contains("the CPU backend has no device stream"), e.getMessage());
@@ -281,7 +281,9 @@ class CommandsCpuTest {
         assertFalse(out().contains("backend="), out());
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--world", "4", "--group", "3"));
         assertTrue(err().contains("group size 3 must divide the world size 4"), err());
+        errBytes.reset();
         assertEquals(2, execute(new BenchCommand(), "--backend", "cpu", "--rounds", "0"));
+        assertTrue(err().contains("timed rounds (--rounds) must be >= 1, got 0"), err());
         errBytes.reset();
         assertEquals(2, execute(new BenchCommand(), "--gpus", "all"));
         assertTrue(err().contains("'all' is not one of shared, per-rank, none"), err());

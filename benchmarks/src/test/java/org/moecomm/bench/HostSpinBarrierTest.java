@@ -2,6 +2,7 @@ package org.moecomm.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.moecomm.bench.Refusals.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -83,12 +84,15 @@ class HostSpinBarrierTest {
     @Test
     void refusesBadArgumentsBeforeMapping(@TempDir Path dir) throws Exception {
         Path file = HostSpinBarrier.create(dir.resolve("start.bin"), 2);
-        assertThrows(IllegalArgumentException.class, () -> HostSpinBarrier.open(file, 2, 2, BOUND));
-        assertThrows(IllegalArgumentException.class, () -> HostSpinBarrier.open(file, 0, 2, Duration.ZERO));
+        assertRefused(IllegalArgumentException.class, () -> HostSpinBarrier.open(file, 2, 2, BOUND),
+                "rank 2 is not in a world of 2");
+        assertRefused(IllegalArgumentException.class, () -> HostSpinBarrier.open(file, 0, 2, Duration.ZERO),
+                "the bound must be positive, got PT0S");
         IllegalArgumentException size = assertThrows(IllegalArgumentException.class,
                 () -> HostSpinBarrier.open(file, 0, 4, BOUND));
         assertTrue(size.getMessage().contains("a world of 4"), size.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> HostSpinBarrier.create(dir.resolve("none.bin"), 0));
+        assertRefused(IllegalArgumentException.class, () -> HostSpinBarrier.create(dir.resolve("none.bin"), 0),
+                "a world has at least one rank, got 0");
         assertEquals(2L * HostSpinBarrier.STRIDE, Files.size(file));
     }
 }

@@ -1,7 +1,7 @@
 package org.moecomm.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.moecomm.bench.Refusals.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
@@ -17,6 +17,7 @@ class PercentilesTest {
         assertEquals(7, Percentiles.of(new double[] {7}, 0.9));
         assertEquals(4, s[0], "the samples are not reordered");
         assertTrue(Double.isNaN(Percentiles.of(new double[0], 0.5)));
-        assertThrows(IllegalArgumentException.class, () -> Percentiles.of(s, 1.5));
+        assertRefused(IllegalArgumentException.class, () -> Percentiles.of(s, 1.5),
+                "percentile must be in [0, 1], got 1.5");
     }
 }

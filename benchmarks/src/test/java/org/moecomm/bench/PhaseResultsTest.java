@@ -3,6 +3,7 @@ package org.moecomm.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.moecomm.bench.Refusals.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -58,10 +59,12 @@ class PhaseResultsTest {
         assertEquals(PLAN, RoundPlan.decode(PLAN.encode()));
         RoundPlan deviceStart = new RoundPlan(2, 3, false, false, RoundStart.DEVICE);
         assertEquals(deviceStart, RoundPlan.decode(deviceStart.encode()));
-        assertThrows(IllegalArgumentException.class, () -> RoundStart.byLabel("gpu"));
-        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4"));
-        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("nope:1:4:1:uniform:1"));
-        assertThrows(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4:1:uniform:1:eager"));
+        assertRefused(IllegalArgumentException.class, () -> RoundStart.byLabel("gpu"), "unknown round start 'gpu'");
+        assertRefused(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4"), "not a run spec");
+        assertRefused(IllegalArgumentException.class, () -> RunSpec.decode("nope:1:4:1:uniform:1"),
+                "unknown preset 'nope'");
+        assertRefused(IllegalArgumentException.class, () -> RunSpec.decode("deepseek-v3:1:4:1:uniform:1:eager"),
+                "unknown launch mode 'eager'");
     }
 
     @Test
@@ -92,7 +95,8 @@ class PhaseResultsTest {
         assertTrue(PLAN.checked(0) && !PLAN.checked(4));
         assertTrue(PLAN.runExperts(0) && !PLAN.runExperts(1));
         assertEquals("first round", PLAN.checkedDescription());
-        assertThrows(IllegalArgumentException.class, () -> new RoundPlan(0, 0, false, false));
+        assertRefused(IllegalArgumentException.class, () -> new RoundPlan(0, 0, false, false),
+                "timed rounds (--rounds) must be >= 1, got 0");
     }
 
     @Test
@@ -193,12 +197,13 @@ class PhaseResultsTest {
         long[][] full = new long[Phases.COUNT][3];
         long[][] partial = new long[Phases.COUNT][3];
         partial[Phases.DISPATCH_SEND] = new long[0];
-        assertThrows(IllegalArgumentException.class, () -> Measurement.slowest(List.of(full, partial), 3));
+        assertRefused(IllegalArgumentException.class, () -> Measurement.slowest(List.of(full, partial), 3),
+                "0 samples from a rank, expected 3");
     }
 
     @Test
     void incompleteOrBrokenRankFilesAreErrors(@TempDir Path dir) throws IOException {
-        assertThrows(IOException.class, () -> RankSamples.read(dir.resolve("rank-7.tsv")));
+        assertRefused(IOException.class, () -> RankSamples.read(dir.resolve("rank-7.tsv")), "rank-7.tsv is missing");
         Path bad = dir.resolve("bad.tsv");
         Files.writeString(bad, "device\tX\nweird\t1\n");
         IOException e = assertThrows(IOException.class, () -> RankSamples.read(bad));
@@ -206,7 +211,7 @@ class PhaseResultsTest {
         Path partial = dir.resolve("partial.tsv");
         Files.writeString(partial, "device\tX\nspec\t0\t" + spec("deepseek-v3", 1).encode() + "\nphase\t0\t0\t1,2\n");
         RankSamples r = RankSamples.read(partial);
-        assertThrows(IllegalStateException.class, () -> r.samples(0));
+        assertRefused(IllegalStateException.class, () -> r.samples(0), "configuration 0 has no complete samples");
     }
 
     @Test
@@ -326,10 +331,11 @@ class PhaseResultsTest {
                 new double[] {0.2, 0.3, 0.1})));
         List<RankSamples> odd = List.of(RankSamples.read(RankSamples.file(dir, 0)),
                 RankSamples.read(RankSamples.file(dir, 1)));
-        assertThrows(IllegalStateException.class, () -> GpuRunner.copyBaseline(odd));
+        assertRefused(IllegalStateException.class, () -> GpuRunner.copyBaseline(odd),
+                "the ranks measured different copies");
         assertThrows(IllegalArgumentException.class, () -> CopyBaseline.of("memcpy", 1, List.of(new long[2],
                 new long[3])));
-        assertThrows(IllegalArgumentException.class, () -> new CopyBaseline("memcpy", 0, 2, 1.0));
+        assertRefused(IllegalArgumentException.class, () -> new CopyBaseline("memcpy", 0, 2, 1.0), "a copy of 0 bytes");
     }
 
     /** The heap of a rank process holds the largest configuration, not the sum: handles live one at a time. */

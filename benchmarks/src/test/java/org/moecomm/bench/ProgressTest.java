@@ -21,6 +21,7 @@ class ProgressTest {
         List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         assertEquals(2, lines.size(), lines.toString());
         assertTrue(lines.getFirst().matches("deepseek-v3 m=8 W=4: 3/25 rounds, [0-9.]+ rounds/s"), lines.getFirst());
+        assertTrue(lines.get(1).matches("deepseek-v3 m=8 W=4: 4/25 rounds, [0-9.]+ rounds/s"), lines.get(1));
     }
 
     @Test

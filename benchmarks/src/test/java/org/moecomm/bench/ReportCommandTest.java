@@ -236,7 +236,10 @@ class ReportCommandTest {
         assertTrue(text.contains("pplx-kernels: `reference/2026-12-02-h200-pplx-kernels.json`"), text);
     }
 
-    /** Run from a folder inside the repository, the report finds the repository above it; outside, it says so. */
+    /**
+     * Run from a folder inside the repository, the report finds the repository above it; given a
+     * root without a README, it says so in one line.
+     */
     @Test
     void theRepositoryIsFoundFromBelowIt() throws Exception {
         Path sub = Files.createDirectories(tmp.resolve("repo/benchmarks/target"));
@@ -249,6 +252,7 @@ class ReportCommandTest {
         assertEquals(2, cl.execute("--root", tmp.resolve("elsewhere").toString()));
         assertTrue(err.toString().startsWith("moecomm report: ") && err.toString().strip().lines().count() == 1,
                 err.toString());
+        assertTrue(err.toString().contains("README.md does not exist (give --root or --readme)"), err.toString());
     }
 
     private static List<String> pick(List<String> row) {

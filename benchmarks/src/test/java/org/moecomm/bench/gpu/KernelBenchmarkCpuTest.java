@@ -221,11 +221,16 @@ class KernelBenchmarkCpuTest {
 
         void scatter() {
             dev.fill(counts, (byte) 0);
+            dev.fill(expertX, KernelWorkload.POISON);
+            dev.fill(expertXScale, KernelWorkload.POISON);
+            dev.fill(origin, KernelWorkload.POISON);
+            dev.fill(pairsFromGroup, KernelWorkload.POISON);
             dev.launchChecked(new Kernel(MoeKernels.class, "scatter"), Grid.of(w.ng, MoeKernels.THREADS), recv, signals,
                     counts, expertX, expertXScale, origin, pairsFromGroup, w.xBytes, w.s, w.k, w.rowBytes, w.m, w.ng, w.ppr);
         }
 
         void gather() {
+            dev.fill(combineSend, KernelWorkload.POISON);
             dev.launchChecked(new Kernel(MoeKernels.class, "gather"), Grid.of(w.l, 2, MoeKernels.THREADS), expertY, counts,
                     origin, combineSend, w.yBytes, w.capacity);
         }
@@ -300,7 +305,8 @@ class KernelBenchmarkCpuTest {
 
     @Test
     void aWrongKernelIsReportedWithoutNumbers() {
-        // a "Java kernel" that is the wrong kernel for the check: reduce checked against pack's reference
+        // a "Java kernel" whose output the check refuses: pack run with a reset that zeroes dispatchSend
+        // instead of poisoning it as the reference does, so the rows past sendRows differ
         try (KernelWorkload w = new KernelWorkload("tiny", KernelBenchmark.config("tiny", 4, 20), 5)) {
             Bufs b = new Bufs(w);
             w.uploadPackInputs(dev, b.x, b.xScale, b.indices, b.numTokens);

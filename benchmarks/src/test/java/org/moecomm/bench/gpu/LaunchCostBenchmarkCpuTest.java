@@ -2,6 +2,7 @@ package org.moecomm.bench.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -93,9 +94,7 @@ class LaunchCostBenchmarkCpuTest {
 
     @Test
     void withoutAGpuItSkipsWithTheReason(@TempDir Path dir) {
-        if (Cuda.isAvailable()) {
-            return; // on a GPU machine it runs (scripts/gpu-bench.sh)
-        }
+        assumeFalse(Cuda.isAvailable(), "a GPU is here: the benchmark runs instead (scripts/gpu-bench.sh)");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream saved = System.out;
         int rc;

@@ -5,20 +5,28 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import org.moecomm.kernels.api.Grid;
 import org.moecomm.kernels.api.Kernel;
 
 /**
  * One launch to compare between runners: the kernel, its grid, and its arguments in parameter
- * order, each buffer with the bytes it starts with. Outputs start poisoned ({@code 0xFF} bytes)
+ * order, each buffer with the bytes it starts with. Outputs start poisoned ({@link #POISON} bytes)
  * so that missing and stray writes show. Normalizers rewrite a buffer's result, on both sides,
  * before the bit-for-bit comparison (canonical NaNs, rows whose order is free).
  */
 final class KernelCase {
-    static final byte POISON = (byte) 0xFF;
+    /**
+     * The poison byte: as a float, double, bf16, fp16 or fp8 a finite value no case computes, and
+     * as an int a large negative one that no index or count takes. Not a NaN (a NaN normalizer
+     * would make an unwritten element equal to a written NaN) and not {@code -1} (a dropped pair's
+     * location).
+     */
+    static final byte POISON = (byte) 0xA5;
 
     /** A buffer argument: a name for messages and its initial bytes. */
     record BufArg(String name, byte[] initial) {
@@ -37,6 +45,12 @@ final class KernelCase {
     final Grid grid;
     final List<Object> args = new ArrayList<>();
     final Map<String, BufArg> buffers = new LinkedHashMap<>();
+    /** The buffers made by {@link #out} with bytes: the kernel writes them. */
+    final Set<String> outputs = new LinkedHashSet<>();
+    /** The buffers made by {@link #unwritten}: the kernel leaves them as they are. */
+    final Set<String> untouched = new LinkedHashSet<>();
+    /** The buffers named by {@link #reportsInto}: not all zero after the launch. */
+    final Set<String> reports = new LinkedHashSet<>();
     final List<Normalizer> normalizers = new ArrayList<>();
     String label = "";
 
@@ -84,11 +98,35 @@ final class KernelCase {
         return buf(name, toBytes(MemorySegment.ofArray(v)));
     }
 
-    /** An output buffer of {@code bytes} bytes, poisoned. */
+    /** An output buffer of {@code bytes} bytes, poisoned; of none (an output the shape lacks): a poisoned byte. */
     KernelCase out(String name, long bytes) {
+        poisoned(name, bytes);
+        if (bytes > 0) {
+            outputs.add(name);
+        }
+        return this;
+    }
+
+    /** A poisoned buffer of {@code bytes} bytes that the kernel must not write (an output of no rows). */
+    KernelCase unwritten(String name, long bytes) {
+        poisoned(name, bytes);
+        untouched.add(name);
+        return this;
+    }
+
+    /** The case's input is bad: the kernel must report it in {@code buffer} (zeroed before). */
+    KernelCase reportsInto(String buffer) {
+        if (!buffers.containsKey(buffer)) {
+            throw new IllegalArgumentException("no buffer named " + buffer);
+        }
+        reports.add(buffer);
+        return this;
+    }
+
+    private void poisoned(String name, long bytes) {
         byte[] b = new byte[Math.toIntExact(Math.max(bytes, 1))];
         Arrays.fill(b, POISON);
-        return buf(name, b);
+        buf(name, b);
     }
 
     /** A buffer of {@code bytes} zero bytes (counters, accumulators). */

@@ -1,6 +1,7 @@
 package org.moecomm.bridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -20,8 +21,8 @@ import org.moecomm.kernels.ptx.PtxCompiler;
 
 /**
  * Runs on every build, without a GPU: each case of the GPU comparison tests compiles to PTX and
- * runs on the CPU runner (right argument count and types, buffers large enough, normalizers
- * working), so that the GPU run, which is rare, does not find broken cases.
+ * runs on the CPU runner (right argument count and types, buffers large enough, every output
+ * written somewhere and every buffer of no rows left alone), so that the GPU run, which is rare, does not find broken cases.
  */
 class KernelCasesCpuTest {
     private final CpuKernelRunner cpu = new CpuKernelRunner();
@@ -36,16 +37,24 @@ class KernelCasesCpuTest {
         assertTrue(kernels.stream().anyMatch(k -> k.toString().equals("ArithmeticKernels.intOps")), kernels.toString());
         List<String> without = kernels.stream().map(Kernel::toString)
                 .filter(k -> !CompiledKernelsGpuTest.cases().containsKey(k)).toList();
-        if (!without.isEmpty()) {
-            System.out.println("test kernels without a GPU comparison case (the GPU run fails them): " + without);
-        }
+        assertEquals(List.of(), without, "test kernels without a GPU comparison case (the GPU run fails them)");
     }
 
     @TestFactory
     Stream<DynamicTest> everyGpuComparisonCaseRunsOnTheCpu() {
         return allCases().map(c -> DynamicTest.dynamicTest(c.toString(), () -> {
             PtxCompiler.compileCached(c.kernel);
-            KernelComparison.runOnCpu(cpu, c);
+            try (Arena arena = Arena.ofShared()) {
+                Map<String, MemorySegment> results = KernelComparison.runOnCpu(cpu, c, arena);
+                for (String name : c.outputs) {
+                    assertNotEquals(-1L, results.get(name).mismatch(poisoned(arena, results.get(name))),
+                            () -> c + ": output " + name + " is still all poison: the case checks nothing there");
+                }
+                for (String name : c.untouched) {
+                    assertEquals(-1L, results.get(name).mismatch(poisoned(arena, results.get(name))),
+                            () -> c + ": " + name + " was written, which the kernel must not do here");
+                }
+            }
         }));
     }
 
@@ -71,6 +80,12 @@ class KernelCasesCpuTest {
                 assertTrue(problems.isEmpty(), () -> c + ": loops and threads differ\n" + String.join("\n", problems));
             }
         }));
+    }
+
+    private static MemorySegment poisoned(Arena arena, MemorySegment like) {
+        MemorySegment s = arena.allocate(like.byteSize());
+        s.fill(KernelCase.POISON);
+        return s;
     }
 
     private static Stream<KernelCase> allCases() {

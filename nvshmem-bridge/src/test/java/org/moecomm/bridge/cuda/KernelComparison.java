@@ -122,6 +122,12 @@ final class KernelComparison {
             }
         }
         cpu.launch(c.kernel, c.grid, args);
+        for (String name : c.reports) {
+            MemorySegment report = results.get(name);
+            if (report.mismatch(arena.allocate(report.byteSize())) < 0) {
+                throw new AssertionError(c + ": the bad input was not reported in " + name);
+            }
+        }
         for (KernelCase.Normalizer n : c.normalizers) {
             n.normalize(results);
         }

@@ -85,7 +85,8 @@ class MoeKernelsGpuTest {
     /**
      * pack with the ids checked: valid ids but, when {@code badAt >= 0}, one out of range there
      * (the report is then the same whichever thread finds it); m given as an int when
-     * {@code fixed} (the count buffer starts poisoned and pack writes m into it).
+     * {@code fixed} (the count buffer starts poisoned and pack writes m into it). A bad id or
+     * m over M must be reported ({@link KernelCase#reportsInto}).
      */
     private static KernelCase packCase(MoeShape c, int m, int member, int threads, long seed, int badAt, boolean fixed) {
         SplittableRandom r = new SplittableRandom(seed);
@@ -103,12 +104,15 @@ class MoeKernelsGpuTest {
                 .floats("xScale", scales)
                 .ints("indices", indices);
         k = fixed ? k.out("numTokens", 4) : k.ints("numTokens", m);
-        return k.out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())
-                .out("sendRows", 4L * c.ng())
-                .out("pairLocation", 4L * c.m() * c.k())
+        long sendBytes = (long) c.ng() * c.m() * c.rowBytes();
+        k = m == 0 ? k.unwritten("dispatchSend", sendBytes) : k.out("dispatchSend", sendBytes);
+        k = k.out("sendRows", 4L * c.ng());
+        long locationBytes = 4L * c.m() * c.k();
+        k = (m == 0 ? k.unwritten("pairLocation", locationBytes) : k.out("pairLocation", locationBytes))
                 .ints("inputReport", new int[MoeKernels.REPORT_INTS])
                 .arg(c.xBytes()).arg(c.s()).arg(c.k()).arg(c.l()).arg(c.g()).arg(member).arg(c.rowBytes())
                 .arg(c.m()).arg(c.maxPairs()).arg(fixed ? m : -1).arg(1);
+        return badAt >= 0 || m > c.m() ? k.reportsInto("inputReport") : k;
     }
 
     /** pack's quantising copy (bf16 or fp16 tokens to fp8 codes and block scales), through {@link QuantizingPack}. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -128,14 +129,55 @@ class ReferenceTest {
         assertEquals(0f, Reference.decode(DType.BF16, out, 0));
     }
 
+    /**
+     * The two ranks of one group share its tokens: the four (token, expert) pairs are dispatched
+     * once across the two, each row carrying its token's bytes, and both get the same combine
+     * output, the weighted sum of the experts' outputs (expert e returns (e + 1) * its token).
+     */
     @Test
     void groupMembersSeeTheSameTokensAndOutputs() {
-        RankInputs a = inputs(2, new int[] {1, 2, 3, 0}, new float[] {1, 2, 3, 4}, 7);
+        int[] ids = {1, 2, 3, 0};
+        float[] weights = {1, 2, 3, 4};
+        RankInputs a = inputs(2, ids, weights, 7);
         Reference ref = new Reference(config(2), List.of(a, a));
-        assertEquals(4, ref.dispatch(0).stream().mapToInt(List::size).sum()
-                + ref.dispatch(1).stream().mapToInt(List::size).sum());
-        Reference.ExpertFunction f = (e, g, t) -> new byte[H * 4];
-        assertArrayEquals(ref.combine(0, f), ref.combine(1, f));
+        Set<String> dispatched = new HashSet<>();
+        for (int rank = 0; rank < 2; rank++) {
+            for (List<Reference.ExpertRow> expert : ref.dispatch(rank)) {
+                for (Reference.ExpertRow row : expert) {
+                    assertTrue(dispatched.add(row.group() + ":" + row.token() + ":" + row.slot()), row.toString());
+                    assertArrayEquals(Arrays.copyOfRange(a.x(), row.token() * H * 2, (row.token() + 1) * H * 2),
+                            row.tokenBytes(), row.toString());
+                }
+            }
+        }
+        assertEquals(Set.of("0:0:0", "0:0:1", "0:1:0", "0:1:1"), dispatched);
+        Reference.ExpertFunction f = (e, g, t) -> {
+            byte[] token = ref.tokenBytes(g, t);
+            byte[] y = new byte[H * 4];
+            for (int i = 0; i < H; i++) {
+                Reference.encode(DType.FP32, (e + 1) * Reference.decode(DType.BF16, token, i), y, i);
+            }
+            return y;
+        };
+        byte[] out = ref.combine(0, f);
+        assertArrayEquals(out, ref.combine(1, f));
+        for (int t = 0; t < 2; t++) {
+            for (int i = 0; i < H; i++) {
+                float x = Reference.decode(DType.BF16, a.x(), t * H + i);
+                float sum = 0;
+                for (int k = 0; k < 2; k++) {
+                    sum += weights[t * 2 + k] * ((ids[t * 2 + k] + 1) * x);
+                }
+                assertEquals(Reference.decode(DType.BF16, roundedToBf16(sum), 0),
+                        Reference.decode(DType.BF16, out, t * H + i), "token " + t + " element " + i);
+            }
+        }
+    }
+
+    private static byte[] roundedToBf16(float v) {
+        byte[] b = new byte[2];
+        Reference.encode(DType.BF16, v, b, 0);
+        return b;
     }
 
     @Test

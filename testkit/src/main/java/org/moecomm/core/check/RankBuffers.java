@@ -3,6 +3,10 @@ package org.moecomm.core.check;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import org.moecomm.core.CombineInput;
 import org.moecomm.core.DType;
 import org.moecomm.core.DeviceMemory;
@@ -186,6 +190,49 @@ public final class RankBuffers {
         }
         memory.fill(expertY.buf(), POISON);
         memory.fill(out.buf(), POISON);
+    }
+
+    /** Every output by name: the dispatch outputs, expertY and out. */
+    private Map<String, Tensor> outputs() {
+        Map<String, Tensor> outputs = new LinkedHashMap<>();
+        outputs.put("expertNumTokens", dispatchOut.expertNumTokens());
+        outputs.put("expertX", dispatchOut.expertX());
+        if (dispatchOut.expertXScale() != null) {
+            outputs.put("expertXScale", dispatchOut.expertXScale());
+        }
+        outputs.put("expertY", expertY);
+        outputs.put("out", out);
+        return outputs;
+    }
+
+    /** A copy of every output's bytes, by name, for {@link #restoreOutputs}. */
+    public Map<String, byte[]> saveOutputs() {
+        Map<String, byte[]> saved = new LinkedHashMap<>();
+        outputs().forEach((name, t) -> saved.put(name, t.toBytes(memory)));
+        return saved;
+    }
+
+    /** Writes back what {@link #saveOutputs} copied. */
+    public void restoreOutputs(Map<String, byte[]> saved) {
+        outputs().forEach((name, t) -> {
+            try (Arena arena = Arena.ofConfined()) {
+                memory.copyFromHost(t.buf(), 0, arena.allocateFrom(ValueLayout.JAVA_BYTE, saved.get(name)));
+            }
+        });
+    }
+
+    /** The outputs that hold a byte other than {@link #POISON} (after {@link #poisonOutputs}: those written since). */
+    public List<String> writtenOutputs() {
+        List<String> written = new ArrayList<>();
+        outputs().forEach((name, t) -> {
+            for (byte v : t.toBytes(memory)) {
+                if (v != POISON) {
+                    written.add(name);
+                    break;
+                }
+            }
+        });
+        return written;
     }
 
     /**

@@ -22,9 +22,14 @@ class ResultCheckTest {
     private record Outcome(ResultCheck.Report dispatch, ResultCheck.Report combine) {
     }
 
-    /** A correct round on W=1, then {@code corrupt} on the device outputs, then both checks. */
+    /** A correct round on W=1 with m = M, then {@code corrupt} on the device outputs, then both checks. */
     private static Outcome corrupted(Consumer<RankBuffers> corrupt) {
-        Workload w = Workload.generate(CONFIG, 9, Workload.Options.defaults().tokens(8));
+        return corrupted(8, corrupt);
+    }
+
+    /** A correct round on W=1 with {@code m} tokens, then {@code corrupt} on the device outputs, then both checks. */
+    private static Outcome corrupted(int m, Consumer<RankBuffers> corrupt) {
+        Workload w = Workload.generate(CONFIG, 9, Workload.Options.defaults().tokens(m));
         return Harness.onAllRanks(CONFIG, (h, b) -> {
             CheckedRound.run(b, w, false).assertOk();
             corrupt.accept(b);
@@ -69,6 +74,34 @@ class ResultCheckTest {
             counts.setInt(1, counts.getInt(1) - 1);
         });
         assertReports(o.dispatch(), "expected pair(s) missing");
+    }
+
+    @Test
+    void anUnwrittenOrImpossibleCountIsReported() {
+        long cap = CONFIG.expertCapacity();
+        assertReports(corrupted(b -> b.dispatchOutput().expertNumTokens().buf().setInt(1, -1)).dispatch(),
+                "expert 1: expertNumTokens never written (poison)");
+        assertReports(corrupted(b -> b.dispatchOutput().expertNumTokens().buf().setInt(0, (int) cap + 1)).dispatch(),
+                "expert 0: count " + (cap + 1) + " outside [0, " + cap + "]");
+        assertReports(corrupted(b -> b.dispatchOutput().expertNumTokens().buf().setInt(0, -2)).dispatch(),
+                "expert 0: count -2 outside [0, " + cap + "]");
+    }
+
+    /** A count one too high over the poisoned rows beyond it: the extra slot is named as never written. */
+    @Test
+    void aCountOverUnwrittenRowsIsReported() {
+        assertReports(corrupted(b -> {
+            Buf counts = b.dispatchOutput().expertNumTokens().buf();
+            assertTrue(counts.getInt(0) < CONFIG.expertCapacity());
+            counts.setInt(0, counts.getInt(0) + 1);
+        }).dispatch(), "(never written: poison)");
+    }
+
+    @Test
+    void anOutputRowBeyondMIsReported() {
+        Outcome o = corrupted(5, b -> b.out().buf().setShort(6L * 256, (short) 0));
+        assertReports(o.combine(), "rows beyond m=5 were written");
+        o.dispatch().assertOk();
     }
 
     @Test

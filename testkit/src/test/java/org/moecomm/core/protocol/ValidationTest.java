@@ -1,5 +1,6 @@
 package org.moecomm.core.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -28,8 +31,9 @@ import org.moecomm.core.cpu.CpuCluster;
 import org.moecomm.core.testing.Harness;
 
 /**
- * Every invalid call throws before any work: on one rank (W=1) nothing can hang, and a
- * correct round afterwards shows the handle was left untouched.
+ * Every invalid call throws before any work: on one rank (W=1) nothing can hang, the outputs
+ * poisoned before it stay poisoned, and a correct round afterwards shows the handle was left
+ * untouched.
  */
 @Timeout(60)
 class ValidationTest {
@@ -38,12 +42,6 @@ class ValidationTest {
     private static final MoeConfig FP8 = BF16.toBuilder().inType(DType.FP8_E4M3).build();
     /** bf16 tokens that dispatch quantises: fp8 codes and two block scales per token to the experts. */
     private static final MoeConfig QUANTIZING = BF16.toBuilder().expertInType(DType.FP8_E4M3).build();
-
-    private static String assertIllegalArgument(String tensor, Executable call) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
-        assertTrue(e.getMessage().startsWith(tensor + ":"), "message should name " + tensor + ": " + e.getMessage());
-        return e.getMessage();
-    }
 
     /** Runs checks on a W=1 handle, then a checked round proving the handle still works. */
     private static void onHandle(MoeConfig config, Consumer<Ctx> checks) {
@@ -58,6 +56,22 @@ class ValidationTest {
     private record Ctx(MoeAllToAll h, RankBuffers b, DispatchInput in) {
         DeviceMemory mem() {
             return h.memory();
+        }
+
+        /**
+         * Asserts that {@code call} is refused with a message naming {@code tensor}, before any
+         * work: the outputs, poisoned just before, are still all poison after it (then they get
+         * their bytes back, which a round in progress still needs).
+         */
+        String refused(String tensor, Executable call) {
+            Map<String, byte[]> saved = b.saveOutputs();
+            b.poisonOutputs();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+            assertTrue(e.getMessage().startsWith(tensor + ":"),
+                    "message should name " + tensor + ": " + e.getMessage());
+            assertEquals(List.of(), b.writtenOutputs(), "outputs written by a refused call: " + e.getMessage());
+            b.restoreOutputs(saved);
+            return e.getMessage();
         }
 
         DispatchInput withX(Tensor x) {
@@ -89,10 +103,10 @@ class ValidationTest {
     void expertIdsOutOfRange() {
         onHandle(BF16, c -> {
             c.setIndex(4, 1, 8);
-            String msg = assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            String msg = c.refused("indices", () -> c.h().dispatchSend(c.in()));
             assertTrue(msg.contains("token 4") && msg.contains("slot 1") && msg.contains("[-1, E=8)"), msg);
             c.setIndex(4, 1, -2);
-            assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            c.refused("indices", () -> c.h().dispatchSend(c.in()));
             // ids beyond m are not looked at (row 5 holds padding)
             c.setIndex(4, 1, -1);
         });
@@ -104,11 +118,25 @@ class ValidationTest {
         onHandle(BF16, c -> {
             c.setIndex(4, 0, 3);
             c.setIndex(4, 1, 3);
-            String msg = assertIllegalArgument("indices", () -> c.h().dispatchSend(c.in()));
+            String msg = c.refused("indices", () -> c.h().dispatchSend(c.in()));
             assertTrue(msg.contains("expert id 3 of token 4, slot 1") && msg.contains("repeats"), msg);
-            // -1 may repeat (both slots unused)
-            c.setIndex(4, 0, -1);
-            c.setIndex(4, 1, -1);
+        });
+    }
+
+    /** -1 may repeat (a token's unused slots): such a round is accepted and checked against the reference. */
+    @Test
+    void unusedSlotsMayRepeat() {
+        Harness.onAllRanks(BF16, (h, b) -> {
+            Workload w = Workload.generate(BF16, 3, Workload.Options.defaults().tokens(8).drop(0.6));
+            int[] ids = w.rank(0).indices();
+            int k = BF16.topK();
+            int bothUnused = 0;
+            for (int t = 0; t < w.rank(0).m(); t++) {
+                bothUnused += ids[t * k] == -1 && ids[t * k + 1] == -1 ? 1 : 0;
+            }
+            assertTrue(bothUnused > 0, "the workload should hold a token whose two slots are -1");
+            CheckedRound.run(b, w, false).assertOk();
+            return null;
         });
     }
 
@@ -125,7 +153,7 @@ class ValidationTest {
             c.setIndex(2, 0, 5);
             c.setIndex(2, 1, 5);
             c.h().dispatchSend(c.in());
-            String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            String msg = c.refused("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
             assertTrue(msg.contains("expert id 5 of token 2, slot 1") && msg.contains("repeats")
                     && msg.contains("found on the device"), msg);
             return null;
@@ -146,7 +174,7 @@ class ValidationTest {
             Ctx c = new Ctx(h, b, b.upload(w.rank(0), false));
             c.setIndex(3, 0, 8);
             c.h().dispatchSend(c.in());
-            String msg = assertIllegalArgument("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            String msg = c.refused("indices", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
             assertTrue(msg.contains("expert id 8 of token 3, slot 0") && msg.contains("found on the device"), msg);
             // the handle has failed: every later call says so, with the report as its cause
             assertTrue(c.h().isFailed());
@@ -155,6 +183,11 @@ class ValidationTest {
             assertTrue(later.getMessage().contains("has failed") && later.getMessage().contains("expert id 8"),
                     later.getMessage());
             assertInstanceOf(IllegalArgumentException.class, later.getCause());
+            for (Executable call : new Executable[] {() -> c.h().combineSend(c.b().expertY()),
+                    () -> c.h().dispatchSend(c.in()), () -> c.h().dispatch(c.in(), c.b().dispatchOutput())}) {
+                IllegalStateException e = assertThrows(IllegalStateException.class, call);
+                assertTrue(e.getMessage().contains("has failed"), e.getMessage());
+            }
             return null;
         });
     }
@@ -177,11 +210,11 @@ class ValidationTest {
                 c.mem().copyFromHost(count, 0, s);
             }
             Tensor fiveRows = c.mem().allocate(DType.BF16, 5, 256);
-            String rows = assertIllegalArgument("x", () -> c.h().dispatchSend(new DispatchInput(fiveRows, null,
+            String rows = c.refused("x", () -> c.h().dispatchSend(new DispatchInput(fiveRows, null,
                     c.in().indices(), TokenCount.inBuffer(count, 0))));
             assertTrue(rows.contains("fewer than the 8"), rows);
             c.h().dispatchSend(c.withCount(TokenCount.inBuffer(count, 0)));
-            String msg = assertIllegalArgument("count", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
+            String msg = c.refused("count", () -> c.h().dispatchRecv(c.b().dispatchOutput()));
             assertTrue(msg.contains("m=12") && msg.contains("found on the device"), msg);
             return null;
         });
@@ -193,7 +226,7 @@ class ValidationTest {
             Tensor bigX = c.mem().allocate(DType.BF16, 9, 256);
             Tensor bigIdx = c.mem().allocate(DType.INT32, 9, 2);
             DispatchInput nine = new DispatchInput(bigX, null, bigIdx, TokenCount.of(9));
-            String msg = assertIllegalArgument("count", () -> c.h().dispatchSend(nine));
+            String msg = c.refused("count", () -> c.h().dispatchSend(nine));
             assertTrue(msg.contains("m=9") && msg.contains("M=8"), msg);
             var buf = c.mem().allocate(8);
             try (Arena a = Arena.ofConfined()) {
@@ -201,7 +234,7 @@ class ValidationTest {
                 s.setAtIndex(ValueLayout.JAVA_INT, 1, 12);
                 c.mem().copyFromHost(buf, 0, s);
             }
-            assertIllegalArgument("count", () -> c.h().dispatchSend(
+            c.refused("count", () -> c.h().dispatchSend(
                     new DispatchInput(bigX, null, bigIdx, TokenCount.inBuffer(buf, 1))));
             assertThrows(IllegalArgumentException.class, () -> TokenCount.of(-1));
             assertThrows(IllegalArgumentException.class, () -> TokenCount.inBuffer(buf, 2));
@@ -211,20 +244,20 @@ class ValidationTest {
     @Test
     void wrongDtypes() {
         onHandle(BF16, c -> {
-            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP16, 8, 256))));
-            assertIllegalArgument("indices", () -> c.h().dispatchSend(
+            c.refused("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP16, 8, 256))));
+            c.refused("indices", () -> c.h().dispatchSend(
                     c.withIndices(c.mem().allocate(DType.FP32, 8, 2))));
             DispatchOutput o = c.b().dispatchOutput();
             c.h().dispatchSend(c.in());
-            assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+            c.refused("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
                     c.mem().allocate(DType.FP16, 8, 8, 256), null)));
-            assertIllegalArgument("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
+            c.refused("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
                     c.mem().allocate(DType.FP32, 8), o.expertX(), null)));
             c.h().dispatchRecv(o);
-            assertIllegalArgument("expertY", () -> c.h().combineSend(c.mem().allocate(DType.FP32, 8, 8, 256)));
+            c.refused("expertY", () -> c.h().combineSend(c.mem().allocate(DType.FP32, 8, 8, 256)));
             c.h().combineSend(c.b().expertY());
-            assertIllegalArgument("weights", () -> c.h().combineRecv(c.mem().allocate(DType.BF16, 8, 2), c.b().out()));
-            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.FP32, 8, 256)));
+            c.refused("weights", () -> c.h().combineRecv(c.mem().allocate(DType.BF16, 8, 2), c.b().out()));
+            c.refused("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.FP32, 8, 256)));
             c.h().combineRecv(c.b().weights(), c.b().out());
         });
     }
@@ -236,7 +269,7 @@ class ValidationTest {
             Tensor x = c.in().x();
             Tensor shifted = Tensor.of(c.mem().allocate(x.buf().byteSize() + 16).slice(8, x.buf().byteSize()),
                     x.dtype(), x.shape());
-            String message = assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(shifted)));
+            String message = c.refused("x", () -> c.h().dispatchSend(c.withX(shifted)));
             assertTrue(message.contains("multiple of 16"), message);
             Tensor out = c.b().out();
             Tensor shiftedOut = Tensor.of(c.mem().allocate(out.buf().byteSize() + 16).slice(4, out.buf().byteSize()),
@@ -244,7 +277,7 @@ class ValidationTest {
             c.h().dispatchSend(c.in());
             c.h().dispatchRecv(c.b().dispatchOutput());
             c.h().combineSend(c.b().expertY());
-            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), shiftedOut));
+            c.refused("out", () -> c.h().combineRecv(c.b().weights(), shiftedOut));
             c.h().combineRecv(c.b().weights(), out);
         });
     }
@@ -252,10 +285,10 @@ class ValidationTest {
     @Test
     void wrongShapes() {
         onHandle(BF16, c -> {
-            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8, 128))));
-            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 4, 256))));
-            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8 * 256))));
-            assertIllegalArgument("indices", () -> c.h().dispatchSend(
+            c.refused("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8, 128))));
+            c.refused("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 4, 256))));
+            c.refused("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.BF16, 8 * 256))));
+            c.refused("indices", () -> c.h().dispatchSend(
                     c.withIndices(c.mem().allocate(DType.INT32, 8, 3))));
             // x and indices with exactly m rows are fine (ids -1: routed nowhere)
             Tensor fiveIds = c.mem().allocate(DType.INT32, 5, 2);
@@ -263,16 +296,16 @@ class ValidationTest {
             c.h().dispatchSend(new DispatchInput(c.mem().allocate(DType.BF16, 5, 256), null, fiveIds,
                     TokenCount.of(5)));
             DispatchOutput o = c.b().dispatchOutput();
-            assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+            c.refused("expertX", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
                     c.mem().allocate(DType.BF16, 8, 7, 256), null)));
-            assertIllegalArgument("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
+            c.refused("expertNumTokens", () -> c.h().dispatchRecv(new DispatchOutput(
                     c.mem().allocate(DType.INT32, 9), o.expertX(), null)));
             c.h().dispatchRecv(o);
-            assertIllegalArgument("expertY", () -> c.h().combineSend(c.mem().allocate(DType.BF16, 8, 8, 128)));
+            c.refused("expertY", () -> c.h().combineSend(c.mem().allocate(DType.BF16, 8, 8, 128)));
             c.h().combineSend(c.b().expertY());
-            assertIllegalArgument("weights", () -> c.h().combineRecv(c.mem().allocate(DType.FP32, 4, 2), c.b().out()));
-            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 5, 240)));
-            assertIllegalArgument("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 4, 256)));
+            c.refused("weights", () -> c.h().combineRecv(c.mem().allocate(DType.FP32, 4, 2), c.b().out()));
+            c.refused("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 5, 240)));
+            c.refused("out", () -> c.h().combineRecv(c.b().weights(), c.mem().allocate(DType.BF16, 4, 256)));
             c.h().combineRecv(c.b().weights(), c.b().out());
         });
     }
@@ -286,21 +319,21 @@ class ValidationTest {
     @Test
     void missingOrUnexpectedScales() {
         onHandle(FP8, c -> {
-            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(null)));
-            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 3))));
+            c.refused("xScale", () -> c.h().dispatchSend(c.withScale(null)));
+            c.refused("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 3))));
             c.h().dispatchSend(c.in());
             DispatchOutput o = c.b().dispatchOutput();
-            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(
+            c.refused("expertXScale", () -> c.h().dispatchRecv(
                     new DispatchOutput(o.expertNumTokens(), o.expertX(), null)));
             c.h().dispatchRecv(o);
             c.h().combineSend(c.b().expertY());
             c.h().combineRecv(c.b().weights(), c.b().out());
         });
         onHandle(BF16, c -> {
-            assertIllegalArgument("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 2))));
+            c.refused("xScale", () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 2))));
             c.h().dispatchSend(c.in());
             DispatchOutput o = c.b().dispatchOutput();
-            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+            c.refused("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
                     o.expertX(), c.mem().allocate(DType.FP32, 8, 8, 2))));
             c.h().dispatchRecv(o);
             c.h().combineSend(c.b().expertY());
@@ -312,19 +345,19 @@ class ValidationTest {
     @Test
     void quantisingDispatchTensors() {
         onHandle(QUANTIZING, c -> {
-            assertIllegalArgument("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP8_E4M3, 8, 256))));
-            String unexpected = assertIllegalArgument("xScale",
+            c.refused("x", () -> c.h().dispatchSend(c.withX(c.mem().allocate(DType.FP8_E4M3, 8, 256))));
+            String unexpected = c.refused("xScale",
                     () -> c.h().dispatchSend(c.withScale(c.mem().allocate(DType.FP32, 8, 2))));
             assertTrue(unexpected.contains("bf16 tokens carry no block scales"), unexpected);
             c.h().dispatchSend(c.in());
             DispatchOutput o = c.b().dispatchOutput();
-            String bf16 = assertIllegalArgument("expertX", () -> c.h().dispatchRecv(new DispatchOutput(
+            String bf16 = c.refused("expertX", () -> c.h().dispatchRecv(new DispatchOutput(
                     o.expertNumTokens(), c.mem().allocate(DType.BF16, 8, 8, 256), o.expertXScale())));
             assertTrue(bf16.contains("fp8_e4m3"), bf16);
-            String missing = assertIllegalArgument("expertXScale",
+            String missing = c.refused("expertXScale",
                     () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(), o.expertX(), null)));
             assertTrue(missing.contains("[L][NG*M][2]"), missing);
-            assertIllegalArgument("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
+            c.refused("expertXScale", () -> c.h().dispatchRecv(new DispatchOutput(o.expertNumTokens(),
                     o.expertX(), c.mem().allocate(DType.FP32, 8, 8, 3))));
             c.h().dispatchRecv(o);
             c.h().combineSend(c.b().expertY());

@@ -1,7 +1,6 @@
 package org.moecomm.core.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.Arrays;
 import java.util.List;
@@ -40,7 +39,7 @@ class ReadmeExampleTest {
                     a2a.dispatchSend(new DispatchInput(x, null, ids, TokenCount.of(m)));
                     a2a.dispatchRecv(got);
                     int[] perExpert = got.expertNumTokens().toInts(mem); // tokens each local expert received
-                    assertEquals(l, perExpert.length);
+                    assertArrayEquals(expectedCounts(rank, m, k, l), perExpert);
                     // ... the experts run on got.expertX() into expertY; here they are the identity ...
                     Tensor out = mem.allocate(DType.BF16, m, h);
                     a2a.combineSend(got.expertX());
@@ -67,7 +66,7 @@ class ReadmeExampleTest {
         return x;
     }
 
-    /** Token t picks experts t and t + 4 (one on each rank's half of the 8 experts). */
+    /** Token t picks experts (t + rank) % 4 and 4 + t (one on each rank's half of the 8 experts). */
     private static int[] expertIds(int rank, int m, int k) {
         int[] ids = new int[m * k];
         for (int t = 0; t < m; t++) {
@@ -75,6 +74,19 @@ class ReadmeExampleTest {
             ids[t * k + 1] = 4 + t;
         }
         return ids;
+    }
+
+    /** How many of both ranks' tokens picked each of {@code rank}'s local experts. */
+    private static int[] expectedCounts(int rank, int m, int k, int l) {
+        int[] counts = new int[l];
+        for (int source = 0; source < 2; source++) {
+            for (int id : expertIds(source, m, k)) {
+                if (id / l == rank) {
+                    counts[id % l]++;
+                }
+            }
+        }
+        return counts;
     }
 
     private static float[] routerWeights(int m, int k) {

@@ -98,7 +98,9 @@ class LocalLauncherTest {
         launcher(2, out).args("ok").gpuPolicy(LocalLauncher.GpuPolicy.NONE)
                 .rankWrapper(List.of("env", "MOECOMM_TEST_EXTRA=wrapped")).build().run();
         for (int rank = 0; rank < 2; rank++) {
-            assertTrue(out.text().contains("[rank " + rank + "] env ") && out.text().contains("EXTRA=wrapped"), out.text());
+            String prefix = "[rank " + rank + "] ";
+            assertTrue(out.text().lines().anyMatch(l -> l.startsWith(prefix + "env ") && l.contains("EXTRA=wrapped")),
+                    out.text());
         }
         LaunchException e = assertThrows(LaunchException.class, () -> launcher(2, out).args("ok")
                 .gpuPolicy(LocalLauncher.GpuPolicy.NONE).rankWrapper(List.of("sh", "-c", "exit 86")).build().run());

@@ -97,7 +97,8 @@ class StressRoundsTest {
 
     /** {@code -Dmoecomm.stress.rounds=10000}: the long run of issue-level stress testing (minutes on 2 cores). */
     @Test
-    @EnabledIfSystemProperty(named = "moecomm.stress.rounds", matches = "\\d+")
+    @EnabledIfSystemProperty(named = "moecomm.stress.rounds", matches = "\\d+",
+            disabledReason = "the long run takes minutes: give -Dmoecomm.stress.rounds=N to run it")
     void longRun() {
         int rounds = Integer.parseInt(System.getProperty("moecomm.stress.rounds"));
         List<StressRounds.Result> results = run(config(4, 1, DType.FP8_E4M3), new StressRounds.Options(rounds, 1, 0.3,

@@ -23,6 +23,7 @@ import org.moecomm.core.MoeAllToAll;
 import org.moecomm.core.MoeConfig;
 import org.moecomm.core.PeerAbortedException;
 import org.moecomm.core.check.RankBuffers;
+import org.moecomm.core.check.ResultCheck;
 import org.moecomm.core.check.Workload;
 import org.moecomm.core.testing.Harness;
 
@@ -119,16 +120,23 @@ class AbortTest {
         }
     }
 
-    /** Work that succeeds leaves the handle as it was: its result is returned, nothing is aborted. */
+    /**
+     * Work that succeeds leaves the handle as it was: its result is returned, nothing is aborted,
+     * and the round's outputs match the reference.
+     */
     @Test
     void callOrAbortPassesAResultThrough() {
         List<Outcome> outcomes = run(CONFIG, h -> {
             RankBuffers b = RankBuffers.allocate(h);
-            DispatchInput in = b.upload(Workload.generate(CONFIG, 4).rank(h.rank()), false);
+            Workload w = Workload.generate(CONFIG, 4);
+            DispatchInput in = b.upload(w.rank(h.rank()), false);
+            b.poisonOutputs();
             h.runOrAbort(() -> h.dispatch(in, b.dispatchOutput()));
+            ResultCheck.dispatch(w.reference(), h.rank(), h.memory(), b.dispatchOutput()).assertOk();
             assertEquals(h.rank(), h.callOrAbort(h::rank));
             b.runExperts();
             h.combine(b.combineInput(), b.out());
+            ResultCheck.combine(w.reference(), h.rank(), w.expertFunction(), h.memory(), b.out()).assertOk();
         });
         for (Outcome o : outcomes) {
             assertNull(o.failure());

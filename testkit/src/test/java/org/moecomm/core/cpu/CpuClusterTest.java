@@ -64,8 +64,11 @@ class CpuClusterTest {
         MoeConfig quick = CONFIG.toBuilder().waitTimeout(java.time.Duration.ofMillis(200)).build();
         try (CpuCluster cluster = CpuCluster.create(2)) {
             // only rank 0 arrives
+            long start = System.nanoTime();
             MoeCommException e = assertThrows(MoeCommException.class, () -> cluster.createHandle(0, quick));
-            assertTrue(e.getMessage().contains("barrier"), e.getMessage());
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(e.getMessage().contains("rank 0: barrier timed out after 200"), e.getMessage());
+            assertTrue(ms >= 200 && ms < 10_000, "took " + ms + " ms");
         }
     }
 

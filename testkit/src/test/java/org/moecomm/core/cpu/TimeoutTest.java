@@ -60,6 +60,7 @@ class TimeoutTest {
                 continue;
             }
             timedOut++;
+            assertTrue(outcomes.get(r).elapsedMs() >= BOUND_MS, "timed out early: " + outcomes.get(r).elapsedMs() + " ms");
             WaitTimeoutException e = assertInstanceOf(WaitTimeoutException.class, outcomes.get(r).failure());
             assertEquals(r, e.rank());
             assertEquals(3, e.peer());
@@ -97,15 +98,23 @@ class TimeoutTest {
             b.runExperts();
             h.combine(b.combineInput(), b.out());
         });
+        assertNull(outcomes.get(3).failure());
+        int timedOut = 0;
         for (int r = 0; r < 3; r++) {
             assertTrue(outcomes.get(r).elapsedMs() < BOUND_MS + SLACK_MS, "took " + outcomes.get(r).elapsedMs() + " ms");
             if (releasedByAnAbort(outcomes.get(r).failure(), r)) {
                 continue;
             }
+            timedOut++;
+            assertTrue(outcomes.get(r).elapsedMs() >= BOUND_MS, "timed out early: " + outcomes.get(r).elapsedMs() + " ms");
             WaitTimeoutException e = assertInstanceOf(WaitTimeoutException.class, outcomes.get(r).failure());
+            assertEquals(r, e.rank());
             assertEquals(3, e.peer());
             assertEquals("combine[3]", e.signal());
+            assertTrue(e.seen() < e.expected(), e.getMessage());
+            assertTrue(e.getMessage().contains("peer 3") && e.getMessage().contains("combine[3]"), e.getMessage());
         }
+        assertTrue(timedOut >= 1, "no rank timed out itself: " + outcomes);
     }
 
     /** After a timeout the handle refuses further calls (its peers' state is unknown) but closes cleanly. */

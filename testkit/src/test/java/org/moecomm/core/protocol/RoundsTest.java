@@ -162,8 +162,8 @@ class RoundsTest {
                 mine.add(ResultCheck.dispatch(w.reference(), r, h.memory(), b.dispatchOutput()));
                 b.runExperts();
                 h.combineSend(b.expertY());
-                if (r == 3) {
-                    sleep(60); // rank 3 reads its combine area late
+                if (r % 2 == 1) {
+                    sleep(60); // ranks 1 and 3 read their combine areas late, ranks 0 and 2 race ahead
                 }
                 h.combineRecv(b.weights(), b.out());
                 mine.add(ResultCheck.combine(w.reference(), r, w.expertFunction(), h.memory(), b.out()));

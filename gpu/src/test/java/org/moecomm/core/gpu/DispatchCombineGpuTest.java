@@ -25,8 +25,9 @@ class DispatchCombineGpuTest {
     }
 
     /**
-     * Each case runs rounds cycling m = M, m = 0, m < M with -1 ids, and skewed routing (see
-     * {@link DispatchCombineMain#variant}); together they cover W in {2, 4, 8}, G in {1, 2}, every
+     * Each case runs its rounds cycling through m = M, m = 0, m < M with -1 ids, and skewed
+     * routing (see {@link DispatchCombineMain#variant}; a case of two rounds sees the first two);
+     * together they cover W in {2, 4, 8}, G in {1, 2}, every
      * dtype (dispatch bf16/fp16/fp8, expert outputs bf16/fp16/fp32, out bf16/fp16), 50 rounds on
      * one handle, the send/recv halves with a kernel between them, the deepseek-v3 preset at
      * M = 128 with 8 PEs on one GPU, and the put path (every peer reached by staged puts, as

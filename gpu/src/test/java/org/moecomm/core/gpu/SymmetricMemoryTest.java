@@ -50,7 +50,7 @@ class SymmetricMemoryTest {
     }
 
     @Test
-    void theDeepSeekShapeFitsTheDefaultHeapOrIsSizedForIt() {
+    void theDeepSeekShapeGetsAHeapLargerThanItsBuffers() {
         MoeConfig c = Preset.DEEPSEEK_V3.config(8, 1, 128).build();
         SymmetricMemory m = SymmetricMemory.of(c);
         assertTrue(SymmetricMemory.heapSizeFor(m.total()) > m.total());

@@ -91,6 +91,7 @@ class LoopStressTest {
                     for (int n = 1; n <= LAUNCHES; n++) {
                         int threads = 32 << (n % 4);
                         int rounds = n % 3;
+                        out[r].segment().fill((byte) 0xA5); // no launch passes on the one before's values
                         runner.launch(RING, Grid.of(BLOCKS, threads), ring[r], grid[r], local[r], out[r], errors[r],
                                 (long) n, rounds, r, WORLD);
                         for (int x = 0; x < BLOCKS; x++) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
@@ -29,6 +30,7 @@ class OneSidedCommunicationTest {
     private static final long REGION = ROW * MAX_ROWS;
     private static final long SECOND = 1_000_000_000L;
     private static final int TAG = 7;
+    private static final byte POISON = (byte) 0xA5;
     private static final Kernel EXCHANGE = new Kernel(CommKernels.class, "exchange");
     private static final Kernel COUNT = new Kernel(CommKernels.class, "count");
     private static final Kernel PUT_SHARES = new Kernel(CommKernels.class, "putShares");
@@ -172,24 +174,30 @@ class OneSidedCommunicationTest {
             Buf[] src = new Buf[world];
             for (int r = 0; r < world; r++) {
                 src[r] = Buf.allocate(arena, bytes);
-                src[r].segment().fill((byte) (r + 1));
             }
             for (int launch = 0; launch < 2; launch++) {
                 long base = (long) launch * rounds;
+                for (int r = 0; r < world; r++) { // new bytes every launch into poisoned landing areas
+                    src[r].segment().fill((byte) (10 * launch + r + 1));
+                    data[r].segment().fill(POISON);
+                }
                 TestPeerMemory.allRanks(world, r -> new CpuKernelRunner(1, heap.rank(r)).launch(PING_PONG, Grid.of(1, 32), data[r],
                         src[r], signals[r], TestPeerMemory.NO_ABORT, bytes, base, rounds, 10 * SECOND, r, TAG));
                 assertEquals(base + rounds, signals[1].getLong(0), "ping word at rank 1");
                 assertEquals(base + rounds, signals[0].getLong(1), "pong word at rank 0");
-            }
-            for (long i = 0; i < bytes; i++) {
-                assertEquals(1, data[1].getByte(i), "rank 1 byte " + i + " from rank 0");
-                assertEquals(2, data[0].getByte(bytes + i), "rank 0 byte " + i + " from rank 1");
+                for (long i = 0; i < bytes; i++) {
+                    assertEquals(10 * launch + 1, data[1].getByte(i), "launch " + launch + ": rank 1 byte " + i);
+                    assertEquals(10 * launch + 2, data[0].getByte(bytes + i), "launch " + launch + ": rank 0 byte " + i);
+                }
+                if (world > 2) {
+                    assertEquals(-1L, data[2].segment().mismatch(
+                            MemorySegment.ofArray(new byte[(int) (2 * bytes)]).fill(POISON)), "rank 2 takes no part");
+                }
             }
             assertEquals(0, signals[0].getLong(0));
             assertEquals(0, signals[1].getLong(1));
             if (world > 2) {
                 assertEquals(0, signals[2].getLong(0));
-                assertEquals(0, data[2].getByte(0));
             }
         });
     }

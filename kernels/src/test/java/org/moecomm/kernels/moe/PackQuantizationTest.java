@@ -27,6 +27,7 @@ import org.moecomm.kernels.cpu.CpuKernelRunner;
 public class PackQuantizationTest {
     private static final Kernel PACK = new Kernel(QuantizingPack.class, "pack");
     private static final byte POISON = (byte) 0xff;
+    private static final byte LOCATION_POISON = 0x5a;
 
     private final Arena arena = Arena.ofShared();
     private final CpuKernelRunner runner = new CpuKernelRunner();
@@ -114,7 +115,8 @@ public class PackQuantizationTest {
         for (int member = 0; member < g; member++) {
             Buf send = poisoned((long) c.ng() * c.m() * c.rowBytes());
             Buf sendRows = poisoned(4L * c.ng());
-            Buf pairLocation = poisoned(4L * c.m() * c.k());
+            Buf pairLocation = Buf.allocate(arena, 4L * c.m() * c.k());
+            pairLocation.segment().fill(LOCATION_POISON); // not 0xff: that reads as -1, which pack writes
             Buf report = Buf.allocate(arena, 4L * MoeKernels.REPORT_INTS);
             runner.launch(PACK, Grid.of(c.w(), blocksY, threads), x, indices,
                     bytes(MemorySegment.ofArray(new int[] {count})), send, sendRows, pairLocation, report, h, k, l, g,
@@ -135,9 +137,11 @@ public class PackQuantizationTest {
                         "rows past the count of destination " + d + " stay poisoned");
             }
             for (int i = 0; i < location.length; i++) {
-                if (location[i] != null) {
-                    assertEquals(location[i].intValue(), pairLocation.getInt(i), "pairLocation[" + i + "]");
-                }
+                int expected = location[i] != null ? location[i] : 0x5a5a5a5a; // null: pack leaves it alone
+                assertEquals(expected, pairLocation.getInt(i), "pairLocation[" + i + "]");
+            }
+            for (int i = 0; i < MoeKernels.REPORT_INTS; i++) {
+                assertEquals(0, report.getInt(i), "inputReport[" + i + "]: every id and the count are good");
             }
         }
     }

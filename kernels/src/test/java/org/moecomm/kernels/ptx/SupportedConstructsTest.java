@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.moecomm.kernels.api.Buf;
@@ -26,12 +27,16 @@ class SupportedConstructsTest {
     @TempDir
     Path tmp;
 
-    /** Compiles {@code name} (a kernel of this class), assembles it, and returns the PTX. */
+    private final PendingAssembly assembly = new PendingAssembly();
+
+    /** Compiles {@code name} (a kernel of this class) and returns the PTX; ptxas assembles it after the test's checks. */
     private String ptx(String name) throws Exception {
-        PtxKernel k = PtxCompiler.hopper().compile(new Kernel(SupportedConstructsTest.class, name));
-        Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
-        assertTrue(r.ok(), () -> "ptxas rejected " + name + ":\n" + r.output() + "\n" + TestKernelSuiteTest.numbered(k.ptx()));
-        return k.ptx();
+        return assembly.add(name, PtxCompiler.hopper().compile(new Kernel(SupportedConstructsTest.class, name)));
+    }
+
+    @AfterEach
+    void everyKernelAssembles() throws Exception {
+        assembly.assembleAll(tmp);
     }
 
     private static void has(String ptx, String... fragments) {

@@ -21,6 +21,8 @@ import org.moecomm.kernels.api.Numerics;
  * elements (runs too short for a vector) are checked beside them.
  */
 class VectorSumsTest {
+    private static final byte POISON = (byte) 0xFF;
+    private static final short POISON_BF16 = (short) 0xFFFF;
     private static final int BF16 = 0;
 
     private final Arena arena = Arena.ofShared();
@@ -62,6 +64,8 @@ class VectorSumsTest {
         }
         Buf vector = Buf.allocate(arena, 2L * tokens * hidden);
         Buf scalar = Buf.allocate(arena, 2L * tokens * hidden);
+        vector.segment().fill(POISON); // a NaN in bf16: an element never written shows
+        scalar.segment().fill(POISON);
         int quads = hidden / 4;
         for (int t = 0; t < tokens; t++) {
             int firstQuad = t == 2 ? Math.min(3, quads - 1) : 0; // a run that starts past the first quad
@@ -70,6 +74,12 @@ class VectorSumsTest {
             // runs of one quad a step of two apart: too short for a vector, so the scalar sums alone
             RowReduction.reduce(t, firstQuad, 2, 1, y, locations, weights, scalar, hidden, topK, BF16, BF16);
             RowReduction.reduce(t, firstQuad + 1, 2, 1, y, locations, weights, scalar, hidden, topK, BF16, BF16);
+            for (int e = 0; e < 4 * firstQuad; e++) {
+                for (Buf out : new Buf[] {vector, scalar}) {
+                    assertEquals(POISON_BF16, out.getShort((long) t * hidden + e), "token " + t + " element " + e
+                            + " lies before the run and stays poisoned");
+                }
+            }
             for (int e = 4 * firstQuad; e < hidden; e++) {
                 float acc = 0f;
                 for (int k = 0; k < topK; k++) {

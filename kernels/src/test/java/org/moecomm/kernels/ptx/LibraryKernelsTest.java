@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -69,14 +68,14 @@ class LibraryKernelsTest {
         try {
             return TestKernelSuiteTest.kernelsOf(Class.forName(className)).stream();
         } catch (ClassNotFoundException e) {
-            return Stream.empty();
+            throw new AssertionError(className + " is part of this module and must load", e);
         }
     }
 
     @Test
     void roundKernelsCompileSpecialisedAsTheProtocolLaunchesThem() throws Exception {
         Kernel recv = library().filter(k -> k.name().equals("combineRecv")).findFirst().orElse(null);
-        Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
+        assertTrue(recv != null, "no such kernel in " + ROUND_KERNELS);
         PtxKernel k = PtxCompiler.hopper().compile(specialised(recv, COMBINE_RECV));
         Ptxas.Result r = Ptxas.assemble(k.ptx(), "sm_90a", tmp, k.entryName());
         assertTrue(r.ok(), () -> "ptxas rejected the specialised combineRecv:\n" + r.output());
@@ -92,7 +91,7 @@ class LibraryKernelsTest {
     @Test
     void dispatchCompilesItsHandleShapesIn() throws Exception {
         Kernel dispatch = library().filter(k -> k.name().equals("dispatch")).findFirst().orElse(null);
-        Assumptions.assumeTrue(dispatch != null, ROUND_KERNELS + " is not on the class path");
+        assertTrue(dispatch != null, "no such kernel in " + ROUND_KERNELS);
         // dispatch send's values, then the receive's numGroups 4 and partShift 0
         int[] values = java.util.Arrays.copyOf(DISPATCH_SEND, DISPATCH_SEND.length + 2);
         values[SEND_QUANTIZE_FROM + 1] = 1; // pairNotes: the one-launch dispatch takes its slots in source order
@@ -140,7 +139,7 @@ class LibraryKernelsTest {
     void combineRecvResidentHasTheLargerRegisterBudget() throws Exception {
         Kernel lean = library().filter(k -> k.name().equals("combineRecv")).findFirst().orElse(null);
         Kernel rich = library().filter(k -> k.name().equals("combineRecvResident")).findFirst().orElse(null);
-        Assumptions.assumeTrue(lean != null && rich != null, ROUND_KERNELS + " is not on the class path");
+        assertTrue(lean != null && rich != null, "no such kernel in " + ROUND_KERNELS);
         int blocks = Class.forName(ROUND_KERNELS).getField("COMBINE_RECV_RESIDENT_BLOCKS").getInt(null);
         Kernel richLaunched = launched(rich, 256, COMBINE_RECV);
         Kernel leanLaunched = launched(lean, 256, COMBINE_RECV);
@@ -165,7 +164,7 @@ class LibraryKernelsTest {
     @ValueSource(strings = {"pack", "dispatchSend"})
     void packAndDispatchSendFitTwoBlocksPerMultiprocessor(String name) throws Exception {
         Kernel kernel = library().filter(k -> k.name().equals(name)).findFirst().orElse(null);
-        Assumptions.assumeTrue(kernel != null, name + " is not on the class path");
+        assertTrue(kernel != null, "no kernel named " + name);
         // pack specialises nothing; dispatch send as a DeepSeek-V3 handle launches it, without quantisation
         PtxKernel k = PtxCompiler.hopper().compile(name.equals("pack") ? kernel : specialised(kernel, DISPATCH_SEND));
         assertTrue(k.ptx().contains(".maxntid 256, 1, 1\n.minnctapersm 2\n"), "the kernel carries its launch bounds");
@@ -181,7 +180,7 @@ class LibraryKernelsTest {
     @ValueSource(ints = {-1, 0, 1})
     void dispatchSendCompilesSpecialisedForEachQuantisation(int quantizeFrom) throws Exception {
         Kernel send = library().filter(k -> k.name().equals("dispatchSend")).findFirst().orElse(null);
-        Assumptions.assumeTrue(send != null, ROUND_KERNELS + " is not on the class path");
+        assertTrue(send != null, "no such kernel in " + ROUND_KERNELS);
         int[] values = DISPATCH_SEND.clone(); // topK 8: the routing loops unroll
         values[SEND_QUANTIZE_FROM] = quantizeFrom;
         PtxKernel k = PtxCompiler.hopper().compile(specialised(send, values));
@@ -203,7 +202,7 @@ class LibraryKernelsTest {
     @ValueSource(ints = {0, 1})
     void dispatchRecvCompilesSpecialisedForEachSlotOrder(int orderedSlots) throws Exception {
         Kernel recv = library().filter(k -> k.name().equals("dispatchRecv")).findFirst().orElse(null);
-        Assumptions.assumeTrue(recv != null, ROUND_KERNELS + " is not on the class path");
+        assertTrue(recv != null, "no such kernel in " + ROUND_KERNELS);
         int[] values = DISPATCH_RECV.clone();
         values[values.length - 1] = orderedSlots;
         PtxKernel k = PtxCompiler.hopper().compile(specialised(recv, values));
@@ -227,7 +226,7 @@ class LibraryKernelsTest {
     @Test
     void libraryHasTheRoundKernels() {
         List<String> names = library().map(Kernel::name).toList();
-        Assumptions.assumeFalse(names.isEmpty(), LIBRARY + " is not on the class path");
+        assertFalse(names.isEmpty(), "no kernels found in " + LIBRARY);
         assertTrue(names.containsAll(List.of("pack", "scatter", "gather", "reduce", "dispatchSend", "dispatchRecv",
                 "combineSend", "combineRecv", "combineRecvResident", "dispatch")), names.toString());
     }
@@ -243,7 +242,7 @@ class LibraryKernelsTest {
     @Test
     void specialisedReduceCompilesItsConstantsIn() throws Exception {
         Kernel generic = library().filter(k -> k.name().equals("reduce")).findFirst().orElse(null);
-        Assumptions.assumeTrue(generic != null, LIBRARY + " is not on the class path");
+        assertTrue(generic != null, "no such kernel in " + LIBRARY);
         int[] positions = generic.specializedPositions();
         assertEquals(List.of(6, 7, 8), java.util.Arrays.stream(positions).boxed().toList(),
                 "topK, yDtype and outDtype are the specialised parameters of reduce");
@@ -272,7 +271,7 @@ class LibraryKernelsTest {
     @Test
     void specialisingANonIntegerArgumentIsRefused() {
         Kernel generic = library().filter(k -> k.name().equals("reduce")).findFirst().orElse(null);
-        Assumptions.assumeTrue(generic != null, LIBRARY + " is not on the class path");
+        assertTrue(generic != null, "no such kernel in " + LIBRARY);
         Object[] args = {null, null, null, null, null, 7168, 8L, 0, 1};
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> generic.specializedFor(generic.specializedPositions(), args));

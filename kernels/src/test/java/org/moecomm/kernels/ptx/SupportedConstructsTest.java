@@ -602,6 +602,7 @@ class SupportedConstructsTest {
                     long q = 0x0123_4567_89ab_cdefL * x;
                     float f = x * 0.001f;
                     Buf b = Buf.allocate(arena, 128);
+                    b.segment().fill((byte) 0xA5); // poisoned before each kernel: no value left by the one before
                     runner.launch(new Kernel(SupportedConstructsTest.class, "narrowLowBits"), Grid.of(1, 1), b, x, q, f);
                     assertEquals((short) x << 16, b.getInt(0));
                     assertEquals((short) x & 0xffff, b.getInt(1));
@@ -616,11 +617,13 @@ class SupportedConstructsTest {
                     assertEquals((Numerics.floatToBf16(f) & 0xffffL) << 16 | Numerics.floatToBf16(-f) & 0xffffL,
                             b.getLong(5));
 
+                    b.segment().fill((byte) 0xA5);
                     runner.launch(new Kernel(SupportedConstructsTest.class, "charLowBits"), Grid.of(1, 1), b, x);
                     assertEquals((x & 0xffff) << 16, b.getInt(0));
                     assertEquals(x & 0xff, b.getInt(1));
                     assertEquals((short) x, b.getShort(4));
 
+                    b.segment().fill((byte) 0xA5);
                     runner.launch(new Kernel(SupportedConstructsTest.class, "narrowNeedsExtension"), Grid.of(1, 1), b, x);
                     short s = (short) (x >> 1);
                     int[] expected = {(short) x >> 4, (short) x < 0 ? 1 : 0, (short) x, (short) x << 8, (short) x & 0x1ffff,

@@ -45,7 +45,7 @@ class OneSidedCommunicationTest {
 
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 4})
-    void exchangeMovesCountsReadOnTheDeviceAndSignalsAfterTheData(int world) {
+    void exchangeMovesCountsReadOnTheDeviceWithTheirSignals(int world) {
         assertTimeoutPreemptively(NO_HANG, () -> {
             TestPeerMemory heap = new TestPeerMemory(world, arena);
             Buf[] recv = heap.allocate(world * REGION);

@@ -78,7 +78,9 @@ public final class DispatchTimeoutMain {
                 } else if (seen == null) {
                     System.out.println("CHECK timeout FAILED rank " + rank + ": no WaitTimeoutException");
                     System.exit(1);
-                } else if (seen.peer() != silent || ms > boundMs + slackMs) {
+                } else if (seen.peer() != silent || seen.rank() != rank
+                        || !seen.signal().equals("dispatch[" + silent + "]")
+                        || !seen.getMessage().contains("peer " + silent) || ms < boundMs || ms > boundMs + slackMs) {
                     System.out.println("CHECK timeout FAILED rank " + rank + ": " + seen.getMessage() + " after " + ms
                             + " ms (bound " + boundMs + " ms, silent peer " + silent + ")");
                     System.exit(1);

@@ -147,8 +147,10 @@ public final class PingPongMain {
         System.out.println("CHECK wait-timeout ok rank " + rank + " (" + ms + " ms): " + e.getMessage());
 
         // 2. the failure sticks until recovered: the next launch throws it
-        expectTimeout(() -> ep.runner().launch(COUNT, Grid.of(1, 64), counter.local(), arrived, ep.errorContext(), 0L,
-                0L, 0, boundNs, rank, world, tag), "a launch after the failure");
+        WaitTimeoutException again = expectTimeout(() -> ep.runner().launch(COUNT, Grid.of(1, 64), counter.local(),
+                arrived, ep.errorContext(), 0L, 0L, 0, boundNs, rank, world, tag), "a launch after the failure");
+        check(again.signal().equals(name) && again.expected() == expected,
+                "the launch after the failure reports " + again.getMessage() + ", not the first failure");
         ep.recover();
         sync.transport().barrier();
         System.out.println("CHECK sticky-failure ok rank " + rank);

@@ -183,13 +183,7 @@ public final class RankBuffers {
 
     /** Fills every output (dispatch outputs, expertY, out) with {@link #POISON}. */
     public void poisonOutputs() {
-        memory.fill(dispatchOut.expertNumTokens().buf(), POISON);
-        memory.fill(dispatchOut.expertX().buf(), POISON);
-        if (dispatchOut.expertXScale() != null) {
-            memory.fill(dispatchOut.expertXScale().buf(), POISON);
-        }
-        memory.fill(expertY.buf(), POISON);
-        memory.fill(out.buf(), POISON);
+        outputs().values().forEach(t -> memory.fill(t.buf(), POISON));
     }
 
     /** Every output by name: the dispatch outputs, expertY and out. */

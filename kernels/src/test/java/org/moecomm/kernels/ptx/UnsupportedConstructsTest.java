@@ -272,7 +272,7 @@ class UnsupportedConstructsTest {
     }
 
     static void deepError(KernelContext ctx, Buf b) {
-        helperThatAllocates(b);
+        helperThatAllocates(b); // BAD:callsite
     }
 
     private static void helperThatAllocates(Buf b) {
@@ -282,6 +282,12 @@ class UnsupportedConstructsTest {
     @Test
     void errorsInInlinedHelpersNameTheHelperAndTheCallSite() throws IOException {
         failsIn("deepError", "helperThatAllocates", "deep", "object allocation (new java.lang.StringBuilder)");
+        String m = assertThrows(KernelCompileException.class,
+                () -> PtxCompiler.hopper().compile(new Kernel(UnsupportedConstructsTest.class, "deepError"))).getMessage();
+        int call = markerLine("callsite");
+        String site = ", inlined at " + UnsupportedConstructsTest.class.getName() + ".deepError(UnsupportedConstructsTest.java:"
+                + call + ")";
+        assertTrue(m.contains(site), () -> "expected the call site, line " + call + ", in: " + m);
     }
 
     static void tooMuchShared(KernelContext ctx, Buf b) {

@@ -2,7 +2,7 @@ package org.moecomm.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.moecomm.bench.Refusals.assertRefused;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package org.moecomm.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.moecomm.bench.Refusals.assertRefused;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;

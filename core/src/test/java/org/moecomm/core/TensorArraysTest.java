@@ -3,6 +3,7 @@ package org.moecomm.core;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import org.junit.jupiter.api.Test;
 import org.moecomm.core.cpu.CpuDeviceMemory;
@@ -49,11 +50,14 @@ class TensorArraysTest {
     @Test
     void mismatchesAreRefused() {
         try (CpuDeviceMemory mem = new CpuDeviceMemory()) {
-            assertThrows(IllegalArgumentException.class, () -> Tensor.fromFloats(mem, DType.BF16, new float[3], 2, 2));
-            assertThrows(IllegalArgumentException.class, () -> Tensor.fromFloats(mem, DType.INT32, new float[1]));
-            assertThrows(IllegalArgumentException.class, () -> Tensor.fromBytes(mem, DType.FP32, new byte[3]));
+            assertRefused(IllegalArgumentException.class, () -> Tensor.fromFloats(mem, DType.BF16, new float[3], 2, 2),
+                    "3 values do not fill the shape [2, 2]");
+            assertRefused(IllegalArgumentException.class, () -> Tensor.fromFloats(mem, DType.INT32, new float[1]),
+                    "int32 holds no floats");
+            assertRefused(IllegalArgumentException.class, () -> Tensor.fromBytes(mem, DType.FP32, new byte[3]),
+                    "3 bytes are no whole number of fp32 elements");
             Tensor ids = Tensor.fromInts(mem, new int[] {1, 2});
-            assertThrows(IllegalArgumentException.class, () -> ids.toFloats(mem));
+            assertRefused(IllegalArgumentException.class, () -> ids.toFloats(mem), "int32 holds no floats");
             assertThrows(IllegalArgumentException.class, () -> Tensor.fromFloats(mem, DType.FP32, new float[1])
                     .toInts(mem));
         }
@@ -76,7 +80,7 @@ class TensorArraysTest {
                 }
             }
         }
-        assertThrows(IllegalArgumentException.class, () -> DType.INT32.fromFloat(1f));
+        assertRefused(IllegalArgumentException.class, () -> DType.INT32.fromFloat(1f), "int32 holds no floats");
     }
 
     @Test
@@ -86,7 +90,8 @@ class TensorArraysTest {
             TokenCount.InBuffer c = (TokenCount.InBuffer) TokenCount.inBuffer(counts, 1);
             assertEquals(counts.buf(), c.buf());
             assertEquals(1, c.index());
-            assertThrows(IllegalArgumentException.class, () -> TokenCount.inBuffer(counts, 2));
+            assertRefused(IllegalArgumentException.class, () -> TokenCount.inBuffer(counts, 2),
+                    "token count index 2 is outside the int32[2] tensor");
             assertThrows(IllegalArgumentException.class,
                     () -> TokenCount.inBuffer(Tensor.fromFloats(mem, DType.FP32, new float[1]), 0));
         }

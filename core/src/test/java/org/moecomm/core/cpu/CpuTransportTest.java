@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.lang.foreign.Arena;
 import java.time.Duration;
@@ -73,8 +74,8 @@ class CpuTransportTest {
                 assertTrue(t0.mapped(a0, peer));
                 assertEquals(0, t0.peerOffset(a0, peer));
             }
-            assertThrows(IllegalArgumentException.class, () -> t0.peerOffset(a0, 2));
-            assertThrows(IllegalArgumentException.class, () -> t0.peerOffset(a0, -1));
+            assertRefused(IllegalArgumentException.class, () -> t0.peerOffset(a0, 2), "peer 2 is outside [0, 2)");
+            assertRefused(IllegalArgumentException.class, () -> t0.peerOffset(a0, -1), "peer -1 is outside [0, 2)");
         }
     }
 

@@ -2,8 +2,8 @@ package org.moecomm.core.reference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
@@ -112,7 +112,9 @@ class Fp8QuantizationTest {
 
     @Test
     void onlyWholeBlocksOfBf16OrFp16AreQuantised() {
-        assertThrows(IllegalArgumentException.class, () -> Fp8Quantization.of(DType.FP8_E4M3, new byte[128], 1, 128));
-        assertThrows(IllegalArgumentException.class, () -> Fp8Quantization.of(DType.BF16, new byte[2 * 144], 1, 144));
+        assertRefused(IllegalArgumentException.class, () -> Fp8Quantization.of(DType.FP8_E4M3, new byte[128], 1, 128),
+                "only bf16 and fp16 tokens are quantised, got FP8_E4M3");
+        assertRefused(IllegalArgumentException.class, () -> Fp8Quantization.of(DType.BF16, new byte[2 * 144], 1, 144),
+                "hidden 144 is not a multiple of 128");
     }
 }

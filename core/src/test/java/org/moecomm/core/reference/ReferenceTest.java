@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.util.Arrays;
 import java.util.HashSet;
@@ -185,9 +186,11 @@ class ReferenceTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new Reference(config(2), List.of(RANK0, RANK1)));
         assertTrue(e.getMessage().contains("token group"), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> new Reference(config(1), List.of(RANK0)));
+        assertRefused(IllegalArgumentException.class, () -> new Reference(config(1), List.of(RANK0)),
+                "need inputs of 2 ranks, got 1");
         RankInputs badId = inputs(1, new int[] {4, 0}, new float[2], 0);
-        assertThrows(IllegalArgumentException.class, () -> new Reference(config(1), List.of(badId, RANK1)));
+        assertRefused(IllegalArgumentException.class, () -> new Reference(config(1), List.of(badId, RANK1)),
+                "rank 0: expert id 4 out of range");
     }
 
     @Test

@@ -3,6 +3,7 @@ package org.moecomm.core.gpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -63,8 +64,10 @@ class RendezvousTest {
 
     @Test
     void onlyLoopbackAddressesAreAccepted() {
-        assertThrows(IllegalArgumentException.class, () -> new Rendezvous("192.0.2.1:1234", "t"));
-        assertThrows(IllegalArgumentException.class, () -> new Rendezvous("nocolon", "t"));
+        assertRefused(IllegalArgumentException.class, () -> new Rendezvous("192.0.2.1:1234", "t"),
+                "must be on the loopback interface, got 192.0.2.1:1234");
+        assertRefused(IllegalArgumentException.class, () -> new Rendezvous("nocolon", "t"),
+                "rendezvous address must be host:port, got nocolon");
     }
 
     @Test

@@ -3,6 +3,7 @@ package org.moecomm.core.gpu;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import org.junit.jupiter.api.Test;
 import org.moecomm.core.DType;
@@ -22,8 +23,8 @@ class SymmetricMemoryTest {
         assertEquals(512L << 10, SymmetricMemory.parseSize("512k"));
         assertEquals(3250586L, SymmetricMemory.parseSize("3.1M"));
         assertEquals(1L << 40, SymmetricMemory.parseSize("1T"));
-        assertThrows(IllegalArgumentException.class, () -> SymmetricMemory.parseSize("lots"));
-        assertThrows(IllegalArgumentException.class, () -> SymmetricMemory.parseSize("5x"));
+        assertRefused(IllegalArgumentException.class, () -> SymmetricMemory.parseSize("lots"), "not a size: lots");
+        assertRefused(IllegalArgumentException.class, () -> SymmetricMemory.parseSize("5x"), "not a size: 5x");
     }
 
     @Test

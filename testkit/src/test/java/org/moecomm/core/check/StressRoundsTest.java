@@ -1,8 +1,8 @@
 package org.moecomm.core.check;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.util.HashSet;
 import java.util.List;
@@ -90,9 +90,12 @@ class StressRoundsTest {
 
     @Test
     void badOptionsAreRefused() {
-        assertThrows(IllegalArgumentException.class, () -> new StressRounds.Options(0, 1, 0.1, 0));
-        assertThrows(IllegalArgumentException.class, () -> new StressRounds.Options(10, 1, 1.5, 0));
-        assertThrows(IllegalArgumentException.class, () -> new StressRounds.Options(10, 1, 0.1, -1));
+        assertRefused(IllegalArgumentException.class, () -> new StressRounds.Options(0, 1, 0.1, 0),
+                "rounds must be positive, got 0");
+        assertRefused(IllegalArgumentException.class, () -> new StressRounds.Options(10, 1, 1.5, 0),
+                "maxDrop must be in [0, 1], got 1.5");
+        assertRefused(IllegalArgumentException.class, () -> new StressRounds.Options(10, 1, 0.1, -1),
+                "maxSkewMicros must be >= 0, got -1");
     }
 
     /** {@code -Dmoecomm.stress.rounds=10000}: the long run of issue-level stress testing (minutes on 2 cores). */

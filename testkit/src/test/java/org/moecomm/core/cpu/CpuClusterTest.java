@@ -3,6 +3,7 @@ package org.moecomm.core.cpu;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.moecomm.kernels.testing.Refusals.assertRefused;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -78,7 +79,7 @@ class CpuClusterTest {
         cluster.close();
         cluster.close();
         MoeConfig one = CONFIG.toBuilder().worldSize(1).build();
-        assertThrows(IllegalStateException.class, () -> cluster.createHandle(0, one));
+        assertRefused(IllegalStateException.class, () -> cluster.createHandle(0, one), "cluster is closed");
     }
 
     @Test

@@ -59,6 +59,9 @@ class PtxCompilerTest {
             // a specialisation keeps a file of its own: its values in position order, its block size
             Kernel special = new Kernel(PtxCompilerTest.class, "tiny", java.util.Map.of(2, -1, 0, 7)).forBlockThreads(64);
             assertEquals("PtxCompilerTest_tiny-7_m1-b64.ptx", PtxCompiler.dumpName(special));
+            PtxKernel specialised = PtxCompiler.hopper().compile(special);
+            assertEquals(specialised.ptx(), Files.readString(dir.resolve("PtxCompilerTest_tiny-7_m1-b64.ptx")));
+            assertEquals(k.ptx(), Files.readString(file), "the unspecialised kernel's file stays as it was");
         } finally {
             if (old == null) {
                 System.clearProperty(PtxCompiler.DUMP_PROPERTY);

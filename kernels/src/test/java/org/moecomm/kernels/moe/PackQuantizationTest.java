@@ -37,19 +37,23 @@ public class PackQuantizationTest {
         arena.close();
     }
 
-    /** Random 16-bit tokens, block by block: any bit pattern, values in [-1, 1], zeros of both signs, a huge value. */
-    public static short[] edgeTokens(int values, SplittableRandom r) {
+    /**
+     * Random 16-bit tokens (fp16 or bf16), block by block: any bit pattern, values in [-1, 1],
+     * zeros of both signs, a value far beyond fp8's range among values in [-1, 1].
+     */
+    public static short[] edgeTokens(int values, boolean fp16, SplittableRandom r) {
         short[] v = new short[values];
         for (int first = 0; first < values; first += MoeKernels.SCALE_BLOCK) {
             int kind = r.nextInt(4);
             int huge = first + r.nextInt(MoeKernels.SCALE_BLOCK);
             for (int i = first; i < first + MoeKernels.SCALE_BLOCK; i++) {
-                short ordinary = Numerics.floatToBf16((float) (r.nextDouble() * 2 - 1));
+                float value = (float) (r.nextDouble() * 2 - 1);
+                short ordinary = fp16 ? Numerics.floatToFp16(value) : Numerics.floatToBf16(value);
                 v[i] = switch (kind) {
                     case 0 -> (short) r.nextInt();
                     case 1 -> ordinary;
                     case 2 -> (short) (r.nextBoolean() ? 0x8000 : 0);
-                    default -> i == huge ? (short) 0x7b00 : ordinary;
+                    default -> i == huge ? (fp16 ? Numerics.floatToFp16(60000f) : Numerics.floatToBf16(6e35f)) : ordinary;
                 };
             }
         }
@@ -106,7 +110,7 @@ public class PackQuantizationTest {
                                       boolean fp16) {
         MoeShape c = new MoeShape(w, g, l, k, h, m, true);
         SplittableRandom r = new SplittableRandom(h * 31L + m);
-        short[] values = edgeTokens(m * h, r);
+        short[] values = edgeTokens(m * h, fp16, r);
         MoeKernelsTest.Tokens routes = MoeKernelsTest.randomTokens(c, count, r);
         MoeKernelsTest.Tokens tk = quantized(values, fp16, routes.indices(), count);
         Buf x = bytes(MemorySegment.ofArray(values));

@@ -139,7 +139,7 @@ class MoeKernelsGpuTest {
         int[] indices = randomIndices(c, r);
         return KernelCase.of(QuantizingPack.class, "pack", Grid.of(c.w(), blocksY, threads))
                 .label(c + " m=" + m + " threads=" + threads + " y=" + blocksY + (fp16 ? " fp16" : " bf16"))
-                .shorts("x", PackQuantizationTest.edgeTokens(c.m() * c.h(), r))
+                .shorts("x", PackQuantizationTest.edgeTokens(c.m() * c.h(), fp16, r))
                 .ints("indices", indices)
                 .ints("numTokens", m)
                 .out("dispatchSend", (long) c.ng() * c.m() * c.rowBytes())

@@ -53,7 +53,7 @@ public class PackQuantizationTest {
                     case 0 -> (short) r.nextInt();
                     case 1 -> ordinary;
                     case 2 -> (short) (r.nextBoolean() ? 0x8000 : 0);
-                    default -> i == huge ? (fp16 ? Numerics.floatToFp16(60000f) : Numerics.floatToBf16(6e35f)) : ordinary;
+                    default -> i != huge ? ordinary : fp16 ? Numerics.floatToFp16(60000f) : Numerics.floatToBf16(6e35f);
                 };
             }
         }

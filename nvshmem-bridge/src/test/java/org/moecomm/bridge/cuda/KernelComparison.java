@@ -98,7 +98,8 @@ final class KernelComparison {
 
     /**
      * Runs only the CPU side of a case (no GPU needed): checks that the case's arguments fit its
-     * kernel and that its normalizers run, so that the cases themselves are tested on every build.
+     * kernel, that the run meets the case's expectations and that its normalizers run, so that the
+     * cases themselves are tested on every build.
      */
     static void runOnCpu(CpuKernelRunner cpu, KernelCase c) {
         try (Arena arena = Arena.ofShared()) {
@@ -122,16 +123,43 @@ final class KernelComparison {
             }
         }
         cpu.launch(c.kernel, c.grid, args);
-        for (String name : c.reports) {
-            MemorySegment report = results.get(name);
-            if (report.mismatch(arena.allocate(report.byteSize())) < 0) {
-                throw new AssertionError(c + ": the bad input was not reported in " + name);
-            }
-        }
+        checkExpectations(c, results);
         for (KernelCase.Normalizer n : c.normalizers) {
             n.normalize(results);
         }
         return results;
+    }
+
+    /**
+     * What the case expects of its run besides the comparison, on the raw results (before the
+     * normalizers): every output written somewhere, every {@code unwritten} buffer still all
+     * poison, every report buffer not all zero.
+     */
+    private static void checkExpectations(KernelCase c, Map<String, MemorySegment> results) {
+        for (String name : c.outputs) {
+            if (allBytes(results.get(name), KernelCase.POISON)) {
+                throw new AssertionError(c + ": output " + name + " is still all poison: the case checks nothing there");
+            }
+        }
+        for (String name : c.untouched) {
+            if (!allBytes(results.get(name), KernelCase.POISON)) {
+                throw new AssertionError(c + ": " + name + " was written, which the kernel must not do here");
+            }
+        }
+        for (String name : c.reports) {
+            if (allBytes(results.get(name), (byte) 0)) {
+                throw new AssertionError(c + ": the bad input was not reported in " + name);
+            }
+        }
+    }
+
+    private static boolean allBytes(MemorySegment s, byte value) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(ValueLayout.JAVA_BYTE, i) != value) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Null when equal, else where and how the two results differ (as 4-byte words). */

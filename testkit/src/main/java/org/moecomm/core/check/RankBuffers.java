@@ -219,11 +219,8 @@ public final class RankBuffers {
     public List<String> writtenOutputs() {
         List<String> written = new ArrayList<>();
         outputs().forEach((name, t) -> {
-            for (byte v : t.toBytes(memory)) {
-                if (v != POISON) {
-                    written.add(name);
-                    break;
-                }
+            if (!ResultCheck.allPoison(t.toBytes(memory))) {
+                written.add(name);
             }
         });
         return written;

@@ -223,7 +223,8 @@ public final class ResultCheck {
         return new Report("rank " + rank + " combine", problems);
     }
 
-    private static boolean allPoison(byte[] bytes) {
+    /** Whether every byte is {@link RankBuffers#POISON}. */
+    static boolean allPoison(byte[] bytes) {
         for (byte b : bytes) {
             if (b != RankBuffers.POISON) {
                 return false;

@@ -53,11 +53,13 @@ class UnsupportedConstructsTest {
         return e;
     }
 
-    private static void failsIn(String kernel, String method, String marker, String construct) throws IOException {
+    private static KernelCompileException failsIn(String kernel, String method, String marker, String construct)
+            throws IOException {
         KernelCompileException e = fails(kernel, marker, construct);
         assertEquals(method, e.methodName(), e.getMessage());
         assertTrue(e.getMessage().contains("UnsupportedConstructsTest." + method + "("), e.getMessage());
         assertTrue(e.getMessage().contains("inlined at"), e.getMessage());
+        return e;
     }
 
     @LaunchBounds(maxThreads = 2048)
@@ -281,9 +283,8 @@ class UnsupportedConstructsTest {
 
     @Test
     void errorsInInlinedHelpersNameTheHelperAndTheCallSite() throws IOException {
-        failsIn("deepError", "helperThatAllocates", "deep", "object allocation (new java.lang.StringBuilder)");
-        String m = assertThrows(KernelCompileException.class,
-                () -> PtxCompiler.hopper().compile(new Kernel(UnsupportedConstructsTest.class, "deepError"))).getMessage();
+        String m = failsIn("deepError", "helperThatAllocates", "deep", "object allocation (new java.lang.StringBuilder)")
+                .getMessage();
         int call = markerLine("callsite");
         String site = ", inlined at " + UnsupportedConstructsTest.class.getName() + ".deepError(UnsupportedConstructsTest.java:"
                 + call + ")";

@@ -169,16 +169,10 @@ class ReferenceTest {
                 for (int k = 0; k < 2; k++) {
                     sum += weights[t * 2 + k] * ((ids[t * 2 + k] + 1) * x);
                 }
-                assertEquals(Reference.decode(DType.BF16, roundedToBf16(sum), 0),
-                        Reference.decode(DType.BF16, out, t * H + i), "token " + t + " element " + i);
+                assertEquals(DType.BF16.round(sum), Reference.decode(DType.BF16, out, t * H + i),
+                        "token " + t + " element " + i);
             }
         }
-    }
-
-    private static byte[] roundedToBf16(float v) {
-        byte[] b = new byte[2];
-        Reference.encode(DType.BF16, v, b, 0);
-        return b;
     }
 
     @Test

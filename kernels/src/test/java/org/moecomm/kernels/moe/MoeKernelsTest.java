@@ -37,7 +37,7 @@ class MoeKernelsTest {
     private static final Kernel REDUCE = new Kernel(MoeKernels.class, "reduce");
     private static final byte POISON = (byte) 0xff;
     /** pairLocation's poison: 0xff bytes would read as -1, a value pack writes. */
-    private static final byte LOCATION_POISON = 0x5a;
+    static final byte LOCATION_POISON = 0x5a;
 
     private final Arena arena = Arena.ofShared();
     private final CpuKernelRunner runner = new CpuKernelRunner();

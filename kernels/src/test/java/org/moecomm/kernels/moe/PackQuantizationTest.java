@@ -27,7 +27,6 @@ import org.moecomm.kernels.cpu.CpuKernelRunner;
 public class PackQuantizationTest {
     private static final Kernel PACK = new Kernel(QuantizingPack.class, "pack");
     private static final byte POISON = (byte) 0xff;
-    private static final byte LOCATION_POISON = 0x5a;
 
     private final Arena arena = Arena.ofShared();
     private final CpuKernelRunner runner = new CpuKernelRunner();
@@ -120,7 +119,7 @@ public class PackQuantizationTest {
             Buf send = poisoned((long) c.ng() * c.m() * c.rowBytes());
             Buf sendRows = poisoned(4L * c.ng());
             Buf pairLocation = Buf.allocate(arena, 4L * c.m() * c.k());
-            pairLocation.segment().fill(LOCATION_POISON); // not 0xff: that reads as -1, which pack writes
+            pairLocation.segment().fill(MoeKernelsTest.LOCATION_POISON);
             Buf report = Buf.allocate(arena, 4L * MoeKernels.REPORT_INTS);
             runner.launch(PACK, Grid.of(c.w(), blocksY, threads), x, indices,
                     bytes(MemorySegment.ofArray(new int[] {count})), send, sendRows, pairLocation, report, h, k, l, g,
